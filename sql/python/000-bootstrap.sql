@@ -1,0 +1,56 @@
+-- pgcite_python bootstrap: puts the DB-side venv on sys.path (before the system dist-packages, so the
+-- venv's packages win) and sets the offline / thread environment before anything imports torch.
+-- Every PL/Python function in this extension runs this once per backend.
+
+CREATE OR REPLACE FUNCTION rag._python_init()
+RETURNS text
+LANGUAGE plpython3u
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+import glob
+import os
+import sys
+
+if "pgcite_site" in GD:
+    return GD["pgcite_site"]
+root = plpy.execute("SELECT current_setting('pgcite.python_path', true) AS p")[0]["p"] or "/opt/pgcite/venv"
+ver = "python%d.%d" % sys.version_info[:2]
+candidates = [root] if root.rstrip("/").endswith("site-packages") else glob.glob(
+    os.path.join(root, "lib", ver, "site-packages"))
+site = next((c for c in candidates if os.path.isdir(os.path.join(c, "pgcite_udfs"))), None)
+if site is None:
+    plpy.error(
+        "pgcite_python: no DB-side Python environment with pgcite_udfs at %s (%s)" % (root, ver),
+        detail="pgcite.python_path must name a venv made with the system python (%s) or its site-packages." % ver,
+        hint="Run `make setup` and `make install`, or SET pgcite.python_path to the venv (default /opt/pgcite/venv).",
+        sqlstate="PC001")
+if site in sys.path:
+    sys.path.remove(site)
+sys.path.insert(0, site)
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+threads = plpy.execute("SELECT current_setting('pgcite.torch_threads', true) AS t")[0]["t"] or "1"
+os.environ["OMP_NUM_THREADS"] = threads
+os.environ["MKL_NUM_THREADS"] = threads
+GD["pgcite_site"] = site
+return site
+$fn$;
+COMMENT ON FUNCTION rag._python_init() IS
+'Internal: finds the DB-side venv (setting pgcite.python_path, default /opt/pgcite/venv) and puts it first on '
+'sys.path; PC001 with a hint when it is missing.';
+
+CREATE OR REPLACE FUNCTION rag.python_info()
+RETURNS jsonb
+LANGUAGE plpython3u
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+import json
+import sys
+site = plpy.execute("SELECT rag._python_init() AS s")[0]["s"]
+from pgcite_udfs import embed
+return json.dumps({"python": sys.version.split()[0], "executable": sys.executable, "site_packages": site,
+                   "model": embed.MODEL_NAME, "model_loaded": "model" in GD})
+$fn$;
+COMMENT ON FUNCTION rag.python_info() IS
+'The Python that PL/Python embeds, the DB-side venv in use and whether this backend has loaded the model.';

@@ -1,0 +1,87 @@
+-- rag.ingest: one call, one transaction: parse -> chunk -> embed (reusing stored embeddings) -> store.
+
+CREATE OR REPLACE FUNCTION rag.ingest(
+    tenant text, doc_key text, body text, format text DEFAULT 'auto', title text DEFAULT NULL,
+    source_url text DEFAULT NULL, metadata jsonb DEFAULT '{}'
+)
+RETURNS TABLE (doc_key text, version integer, status text, chunks integer, empty_sections integer)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    p_tenant text := ingest.tenant;
+    p_key text := ingest.doc_key;
+    fmt text := lower(coalesce(ingest.format, 'auto'));
+    doc_hash bytea;
+    parsed jsonb;
+    items rag.chunk_input [];
+    v_model text := rag.model_name();
+BEGIN
+    PERFORM rag._check_document(p_tenant, p_key, ingest.body);
+    IF fmt NOT IN ('auto', 'html', 'markdown', 'text') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('unknown format "%s"', ingest.format),
+            HINT = 'Use auto, html, markdown or text.';
+    END IF;
+    doc_hash := rag._document_hash(ingest.body, fmt, ingest.title, ingest.source_url, ingest.metadata);
+    IF rag._lock_document(p_tenant, p_key, doc_hash) THEN
+        RETURN QUERY SELECT d.doc_key, d.version, 'unchanged'::text, d.chunk_count, d.empty_sections
+        FROM rag.document AS d WHERE d.tenant = p_tenant AND d.doc_key = p_key AND d.retired_at IS NULL;
+        RETURN;
+    END IF;
+
+    parsed := rag._parse(ingest.body, fmt, 256, 32);
+
+    -- Embeddings: reuse the stored one for a text this tenant already embedded with this model,
+    -- embed the rest in one batched call.
+    WITH c AS (
+        SELECT
+            e.o,
+            e.j ->> 'anchor' AS anchor,
+            e.j ->> 'section_path' AS section_path,
+            e.j ->> 'title' AS title,
+            e.j ->> 'content' AS content,
+            (e.j ->> 'token_count')::integer AS token_count,
+            pg_catalog.sha256(pg_catalog.convert_to(rag._embed_text(e.j ->> 'title', e.j ->> 'content'), 'UTF8'))
+                AS h
+        FROM pg_catalog.jsonb_array_elements(parsed -> 'chunks') WITH ORDINALITY AS e (j, o)
+    ),
+    reused AS (
+        SELECT DISTINCT ON (c.o) c.o, s.embedding
+        FROM c
+        INNER JOIN rag.chunk AS s ON s.tenant = p_tenant AND s.content_hash = c.h AND s.model = v_model
+        ORDER BY c.o, s.chunk_id
+    ),
+    todo AS (
+        SELECT
+            pg_catalog.array_agg(c.o ORDER BY c.o) AS ords,
+            pg_catalog.array_agg(rag._embed_text(c.title, c.content) ORDER BY c.o) AS texts
+        FROM c
+        WHERE NOT EXISTS (SELECT FROM reused AS r WHERE r.o = c.o)
+    ),
+    fresh AS (
+        SELECT todo.ords[m.ord] AS o, m.embedding
+        FROM todo, rag.embed_many(todo.texts) AS m
+        WHERE todo.texts IS NOT NULL
+    )
+    SELECT pg_catalog.array_agg(
+        ROW(c.anchor, c.section_path, c.title, c.content, c.token_count, coalesce(r.embedding, f.embedding)
+        )::rag.chunk_input ORDER BY c.o)
+    INTO items
+    FROM c
+    LEFT JOIN reused AS r ON r.o = c.o
+    LEFT JOIN fresh AS f ON f.o = c.o;
+
+    RETURN QUERY SELECT * FROM rag._store_version(
+        p_tenant, p_key, doc_hash, parsed ->> 'format', coalesce(ingest.title, parsed ->> 'title'),
+        ingest.source_url, ingest.metadata, pg_catalog.jsonb_array_length(parsed -> 'empty_sections'), v_model, items
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag.ingest(text, text, text, text, text, text, jsonb) IS
+'Ingests one document in one transaction: parse, chunk, embed in-database (reusing stored embeddings of '
+'unchanged text), store a new immutable version. status is inserted, updated or unchanged (no work done).';
+
+REVOKE ALL ON FUNCTION rag.ingest(text, text, text, text, text, text, jsonb) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION rag.ingest(text, text, text, text, text, text, jsonb) TO pgcite_writer;
