@@ -110,6 +110,7 @@ COMMENT ON TABLE rag.term IS 'Words seen in a tenant''s chunks; questions are sp
 CREATE TABLE rag.ask_log (
     ask_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     tenant text NOT NULL REFERENCES rag.tenant (tenant),
+    seq bigint NOT NULL,
     role_name name NOT NULL,
     asked_at timestamptz NOT NULL,
     question text NOT NULL,
@@ -118,6 +119,7 @@ CREATE TABLE rag.ask_log (
     settings jsonb NOT NULL,
     model text,
     query_embedding_supplied boolean NOT NULL,
+    query_embedding public.vector(384),
     chunk_ids bigint [] NOT NULL,
     status text NOT NULL,
     reason text,
@@ -127,9 +129,9 @@ CREATE TABLE rag.ask_log (
     timings jsonb NOT NULL,
     fingerprint text NOT NULL,
     prev_hash bytea,
-    row_hash bytea NOT NULL
+    row_hash bytea NOT NULL,
+    UNIQUE (tenant, seq)
 );
-CREATE INDEX ask_log_tenant_idx ON rag.ask_log (tenant, ask_id);
 COMMENT ON TABLE rag.ask_log IS
 'Append-only record of every rag.ask, hash-chained per tenant (rag.verify_log checks the chain).';
 

@@ -8,6 +8,7 @@ GRANT EXECUTE ON FUNCTION rag._require_tenant(text) TO pgcite_reader;
 
 GRANT SELECT ON rag.tenant, rag.tenant_member, rag.document, rag.chunk, rag.term, rag.ask_log TO pgcite_reader;
 GRANT INSERT ON rag.document, rag.chunk, rag.term TO pgcite_writer;
+GRANT INSERT ON rag.ask_log TO pgcite_reader;
 GRANT UPDATE (retired_at) ON rag.document, rag.chunk TO pgcite_writer;
 GRANT INSERT, UPDATE, DELETE ON rag.tenant, rag.tenant_member TO pgcite_admin;
 
@@ -42,10 +43,14 @@ CREATE POLICY term_tenant ON rag.term
 USING (tenant = ANY ((SELECT rag._my_tenants())::text []))
 WITH CHECK (tenant = ANY ((SELECT rag._my_tenants())::text []));
 
--- The log is written only by rag._log_ask (SECURITY DEFINER); readers see their tenants' entries.
+-- Readers see and append entries of their own tenants, as themselves; the chain is computed by a trigger.
 DROP POLICY IF EXISTS ask_log_tenant ON rag.ask_log;
 CREATE POLICY ask_log_tenant ON rag.ask_log FOR SELECT
 USING (tenant = ANY ((SELECT rag._my_tenants())::text []));
+
+DROP POLICY IF EXISTS ask_log_append ON rag.ask_log;
+CREATE POLICY ask_log_append ON rag.ask_log FOR INSERT
+WITH CHECK (tenant = ANY ((SELECT rag._my_tenants())::text []) AND role_name = current_user);
 
 -- Chunks are immutable: only retired_at may change, once, from NULL to a time.
 CREATE OR REPLACE FUNCTION rag._chunk_immutable()

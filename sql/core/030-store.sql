@@ -186,7 +186,7 @@ COMMENT ON FUNCTION rag._store_version(
 'Internal: writes a new document version and its chunks, retiring the previous version. Caller holds the lock.';
 
 CREATE OR REPLACE FUNCTION rag.store_document(
-    tenant text, doc_key text, items jsonb, title text DEFAULT NULL, source_url text DEFAULT NULL,
+    tenant text, key text, items jsonb, title text DEFAULT NULL, source_url text DEFAULT NULL,
     metadata jsonb DEFAULT '{}'
 )
 RETURNS TABLE (doc_key text, version integer, status text, chunks integer, empty_sections integer)
@@ -195,7 +195,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     p_tenant text := store_document.tenant;
-    p_key text := store_document.doc_key;
+    p_key text := store_document.key;
     body_hash bytea;
     rows_in rag.chunk_input [];
 BEGIN

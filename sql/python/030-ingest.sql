@@ -1,7 +1,7 @@
 -- rag.ingest: one call, one transaction: parse -> chunk -> embed (reusing stored embeddings) -> store.
 
 CREATE OR REPLACE FUNCTION rag.ingest(
-    tenant text, doc_key text, body text, format text DEFAULT 'auto', title text DEFAULT NULL,
+    tenant text, key text, body text, format text DEFAULT 'auto', title text DEFAULT NULL,
     source_url text DEFAULT NULL, metadata jsonb DEFAULT '{}'
 )
 RETURNS TABLE (doc_key text, version integer, status text, chunks integer, empty_sections integer)
@@ -10,7 +10,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     p_tenant text := ingest.tenant;
-    p_key text := ingest.doc_key;
+    p_key text := ingest.key;
     fmt text := lower(coalesce(ingest.format, 'auto'));
     doc_hash bytea;
     parsed jsonb;

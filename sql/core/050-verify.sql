@@ -1,0 +1,94 @@
+-- Verify: every answer, whatever produced it, is checked before it is returned.
+-- Each [n] must name a citation of a chunk retrieved in this call, each quote must occur in its chunk
+-- (whitespace-normalised), and offsets are reported so substr(content, quote_start + 1,
+-- quote_end - quote_start) = quote. Unknown or unverifiable citations are removed; nothing left -> abstain.
+
+-- Regular expression matching a quote in its chunk with any run of white space standing for any other.
+CREATE OR REPLACE FUNCTION rag._quote_pattern(quote text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
+STRICT
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT pg_catalog.regexp_replace(
+        pg_catalog.regexp_replace(pg_catalog.btrim(quote, E' \t\n\r\f\v'), '([.^$*+?()\[\]{}|\\-])', '\\\1', 'g'),
+        '\s+', '\\s+', 'g')
+$fn$;
+COMMENT ON FUNCTION rag._quote_pattern(text) IS
+'Internal: a regular expression that finds a quote in a text whatever its white space.';
+
+CREATE OR REPLACE FUNCTION rag.verify(answer_text text, cited jsonb, retrieved bigint [])
+RETURNS TABLE (answer text, citations jsonb, status text, reason text)
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    checked jsonb;
+    kept integer [];
+    marker integer;
+    out_answer text := verify.answer_text;
+BEGIN
+    IF verify.cited IS NOT NULL AND pg_catalog.jsonb_typeof(verify.cited) <> 'array' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'cited must be a JSON array of citations',
+            HINT = 'Each element: {"n": 1, "chunk_id": 123, "quote": "..."}.';
+    END IF;
+
+    WITH given AS (
+        SELECT e.o, e.c,
+            CASE WHEN e.c ->> 'n' ~ '^[0-9]{1,6}$' THEN (e.c ->> 'n')::integer END AS n,
+            CASE WHEN e.c ->> 'chunk_id' ~ '^[0-9]{1,18}$' THEN (e.c ->> 'chunk_id')::bigint END AS chunk_id,
+            e.c ->> 'quote' AS quote
+        FROM pg_catalog.jsonb_array_elements(coalesce(verify.cited, '[]')) WITH ORDINALITY AS e (c, o)
+    ),
+    located AS (
+        SELECT g.o, g.n, g.chunk_id, ch.content, ch.doc_key, ch.doc_version, ch.chunk_index, ch.anchor,
+            ch.title, d.source_url,
+            CASE WHEN coalesce(pg_catalog.btrim(g.quote), '') <> '' AND ch.chunk_id IS NOT NULL
+                THEN pg_catalog.regexp_instr(ch.content, rag._quote_pattern(g.quote)) END AS s,
+            CASE WHEN coalesce(pg_catalog.btrim(g.quote), '') <> '' AND ch.chunk_id IS NOT NULL
+                THEN pg_catalog.regexp_instr(ch.content, rag._quote_pattern(g.quote), 1, 1, 1) END AS e
+        FROM given AS g
+        LEFT JOIN rag.chunk AS ch ON ch.chunk_id = g.chunk_id AND g.chunk_id = ANY (verify.retrieved)
+        LEFT JOIN rag.document AS d ON d.document_id = ch.document_id
+        WHERE g.n IS NOT NULL
+    )
+    SELECT
+        coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'n', l.n, 'chunk_id', l.chunk_id, 'doc_key', l.doc_key, 'doc_version', l.doc_version,
+            'chunk_index', l.chunk_index, 'anchor', l.anchor, 'title', l.title, 'source_url', l.source_url,
+            'quote', pg_catalog.substr(l.content, l.s, l.e - l.s), 'quote_start', l.s - 1, 'quote_end', l.e - 1,
+            'verified', true
+        ) ORDER BY l.n, l.o), '[]'),
+        pg_catalog.array_agg(DISTINCT l.n)
+    INTO checked, kept
+    FROM located AS l
+    WHERE l.s > 0 AND l.e > l.s
+        AND out_answer LIKE '%[' || l.n || ']%';
+
+    -- Markers of unknown or unverified sources are removed from the text.
+    FOR marker IN
+        SELECT DISTINCT m.a[1]::integer
+        FROM pg_catalog.regexp_matches(coalesce(out_answer, ''), '\[([0-9]{1,6})\]', 'g') AS m (a)
+    LOOP
+        IF NOT (marker = ANY (coalesce(kept, '{}'))) THEN
+            out_answer := pg_catalog.regexp_replace(out_answer, '\s*\[' || marker || '\]', '', 'g');
+        END IF;
+    END LOOP;
+
+    IF pg_catalog.jsonb_array_length(checked) = 0 THEN
+        RETURN QUERY SELECT NULL::text, '[]'::jsonb, 'abstained'::text, 'no_verifiable_quote'::text;
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT pg_catalog.btrim(out_answer), checked, 'answered'::text, NULL::text;
+END
+$fn$;
+COMMENT ON FUNCTION rag.verify(text, jsonb, bigint []) IS
+'Checks an answer against the chunks retrieved for it: keeps cited entries {n, chunk_id, quote} whose chunk is in '
+'retrieved and whose quote occurs in it (white space normalised), with exact offsets; drops the rest and their '
+'[n] markers. No verified citation left: status abstained, reason no_verifiable_quote.';
+
+GRANT EXECUTE ON FUNCTION rag.verify(text, jsonb, bigint []) TO pgcite_reader;

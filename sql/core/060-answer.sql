@@ -1,0 +1,192 @@
+-- Answer: retrieve -> gate -> pick verbatim sentences -> compose "quote [n]" -> verify -> log.
+
+-- Gate thresholds of a tenant: calibrated values (rag.calibrate) over settings over built-in defaults.
+CREATE OR REPLACE FUNCTION rag._gate_thresholds(p_tenant rag.tenant)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT pg_catalog.jsonb_build_object(
+        'min_similarity', coalesce((p_tenant.gate ->> 'min_similarity')::float8,
+            rag._setting('pgcite.min_similarity', 0.45)),
+        'min_coverage', coalesce((p_tenant.gate ->> 'min_coverage')::float8,
+            rag._setting('pgcite.min_coverage', 0.5)),
+        'min_sentence', coalesce((p_tenant.gate ->> 'min_sentence')::float8,
+            rag._setting('pgcite.min_sentence_similarity', 0.4)),
+        'source', CASE WHEN p_tenant.gate ? 'min_similarity' THEN 'calibrated' ELSE 'default' END
+    )
+$fn$;
+COMMENT ON FUNCTION rag._gate_thresholds(rag.tenant) IS
+'Internal: the thresholds the gate uses for a tenant (calibrated, else pgcite.min_* settings, else defaults).';
+
+-- Sentences of the passages scored lexically in SQL: the fallback when pgcite_python is not installed.
+CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+        'chunk_id', (p.value ->> 'chunk_id')::bigint, 'quote', s.sentence, 'sim', NULL,
+        'score', round(pg_catalog.ts_rank(pg_catalog.to_tsvector(p_config, s.sentence), p_query)::numeric, 6)
+    )), '[]')
+    FROM pg_catalog.jsonb_array_elements(p_passages) AS p,
+        pg_catalog.regexp_split_to_table(p.value ->> 'content', '(?<=[.!?])\s+(?=[A-Z0-9])|\n\s*\n') AS s (sentence)
+    WHERE pg_catalog.length(pg_catalog.btrim(s.sentence)) >= 20
+$fn$;
+COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
+'Internal: sentences of passages scored by ts_rank against the question (used without pgcite_python).';
+
+-- The whole answer pipeline for one question, without logging (rag.ask logs, rag.replay compares).
+CREATE OR REPLACE FUNCTION rag._answer(
+    p_question text, p_tenant text, p_k integer, p_qemb public.vector, p_options jsonb
+)
+RETURNS TABLE (status text, answer text, reason text, citations jsonb, evidence jsonb, chunk_ids bigint [])
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    t rag.tenant := rag._require_tenant(p_tenant);
+    corrected text := rag._correct_question(p_tenant, p_question);
+    q tsquery := rag._fts_query(t.ts_config, corrected);
+    thresholds jsonb := rag._gate_thresholds(t);
+    max_quotes integer := coalesce((p_options ->> 'max_quotes')::integer, 2);
+    n_passages integer := coalesce((p_options ->> 'passages')::integer, 3);
+    margin float8 := coalesce((p_options ->> 'quote_margin')::float8, 0.08);
+    ranked jsonb;
+    ids bigint [];
+    n_visible bigint;
+    best_sim float8;
+    coverage float8;
+    best_sentence float8;
+    passages jsonb;
+    scored jsonb;
+    picked jsonb;
+    draft text;
+    draft_citations jsonb;
+    v record;
+    gate jsonb;
+    fingerprint text;
+    failed text [] := '{}';
+BEGIN
+    IF max_quotes NOT BETWEEN 1 AND 10 OR n_passages NOT BETWEEN 1 AND 20 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'options.max_quotes must be 1..10 and options.passages 1..20';
+    END IF;
+
+    SELECT
+        coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'rank', x.fused_rank, 'chunk_id', x.chunk_id, 'doc_key', x.doc_key, 'chunk_index', x.chunk_index,
+            'anchor', c.anchor, 'title', c.title, 'distance', x.distance, 'vec_rank', x.vec_rank,
+            'fts_rank', x.fts_rank, 'fts_score', x.fts_score, 'trgm_rank', x.trgm_rank, 'trgm_score', x.trgm_score,
+            'fused_score', x.fused_score
+        ) ORDER BY x.fused_rank), '[]'),
+        pg_catalog.array_agg(x.chunk_id ORDER BY x.fused_rank),
+        max(1 - x.distance),
+        pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(
+            coalesce(pg_catalog.string_agg(x.chunk_id || ':' || x.fused_score, ',' ORDER BY x.fused_rank), ''),
+            'UTF8')), 'hex')
+    INTO ranked, ids, best_sim, fingerprint
+    FROM rag._candidates(p_tenant, p_question, p_qemb, greatest(p_k * 4, 40)) AS x
+    INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
+    WHERE x.fused_rank <= p_k;
+
+    SELECT count(*) INTO n_visible FROM rag.chunk AS c WHERE c.tenant = p_tenant AND c.retired_at IS NULL;
+
+    -- Share of the question's words (after typo correction) that the top passages contain.
+    SELECT coalesce(avg((EXISTS (
+        SELECT FROM rag.chunk AS c
+        WHERE c.chunk_id = ANY (ids[1:n_passages]) AND c.tsv @@ pg_catalog.quote_literal(l.lexeme)::tsquery
+    ))::integer), 0)
+    INTO coverage
+    FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected))) AS l (lexeme);
+
+    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
+        ORDER BY o.n), '[]')
+    INTO passages
+    FROM pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS o (chunk_id, n)
+    INNER JOIN rag.chunk AS c ON c.chunk_id = o.chunk_id;
+
+    IF pg_catalog.to_regprocedure('rag._score_sentences(text,public.vector,jsonb)') IS NOT NULL THEN
+        EXECUTE 'SELECT rag._score_sentences($1, $2, $3)' INTO scored USING p_question, p_qemb, passages;
+        SELECT coalesce(pg_catalog.jsonb_agg(s || pg_catalog.jsonb_build_object('quote',
+            pg_catalog.substr(c.content, (s ->> 'start')::integer + 1, (s ->> 'end')::integer - (s ->> 'start')::integer)
+        )), '[]')
+        INTO scored
+        FROM pg_catalog.jsonb_array_elements(scored) AS s
+        INNER JOIN rag.chunk AS c ON c.chunk_id = (s ->> 'chunk_id')::bigint;
+        SELECT max((s ->> 'sim')::float8) INTO best_sentence FROM pg_catalog.jsonb_array_elements(scored) AS s;
+    ELSE
+        scored := rag._lexical_sentences(t.ts_config, q, passages);
+    END IF;
+
+    -- Gate: every signal must reach its threshold.
+    IF best_sim IS NULL OR best_sim < (thresholds ->> 'min_similarity')::float8 THEN
+        failed := failed || 'similarity'::text;
+    END IF;
+    IF coverage < (thresholds ->> 'min_coverage')::float8 THEN
+        failed := failed || 'coverage'::text;
+    END IF;
+    IF best_sentence IS NOT NULL AND best_sentence < (thresholds ->> 'min_sentence')::float8 THEN
+        failed := failed || 'sentence'::text;
+    END IF;
+    gate := pg_catalog.jsonb_build_object(
+        'signals', pg_catalog.jsonb_build_object(
+            'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
+            'sentence', round(best_sentence::numeric, 6)),
+        'thresholds', thresholds, 'failed', pg_catalog.to_jsonb(failed), 'passed', failed = '{}',
+        'corrected_question', corrected);
+    evidence := pg_catalog.jsonb_build_object(
+        'chunks', ranked, 'gate', gate, 'complete', n_visible >= p_k, 'visible_chunks', n_visible,
+        'fingerprint', fingerprint, 'sentence_scoring', CASE WHEN best_sentence IS NULL THEN 'lexical' ELSE 'minilm' END);
+    chunk_ids := coalesce(ids, '{}');
+
+    IF failed <> '{}' THEN
+        status := 'abstained';
+        reason := 'no_relevant_sources';
+        citations := '[]';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+
+    -- The best sentence, and those within margin of it, as verbatim quotes; sources numbered in order.
+    WITH s AS (
+        SELECT e.value AS j, (e.value ->> 'score')::float8 AS score, (e.value ->> 'chunk_id')::bigint AS chunk_id,
+            pg_catalog.array_position(ids, (e.value ->> 'chunk_id')::bigint) AS chunk_rank,
+            coalesce((e.value ->> 'start')::integer, 0) AS start
+        FROM pg_catalog.jsonb_array_elements(scored) AS e
+    ),
+    best AS (
+        SELECT s.*, pg_catalog.row_number() OVER (ORDER BY s.score DESC, s.chunk_rank, s.start) AS r
+        FROM s
+    ),
+    chosen AS (
+        SELECT b.* FROM best AS b
+        WHERE b.r <= max_quotes AND b.score >= (SELECT max(score) FROM s) - margin
+    ),
+    numbered AS (
+        SELECT ch.*, pg_catalog.dense_rank() OVER (ORDER BY fc.first_r) AS n
+        FROM chosen AS ch
+        INNER JOIN (SELECT chosen.chunk_id, min(chosen.r) AS first_r FROM chosen GROUP BY chosen.chunk_id) AS fc
+            ON fc.chunk_id = ch.chunk_id
+    )
+    SELECT
+        pg_catalog.string_agg((numbered.j ->> 'quote') || ' [' || numbered.n || ']', ' ' ORDER BY numbered.r),
+        pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'n', numbered.n, 'chunk_id', numbered.chunk_id, 'quote', numbered.j ->> 'quote') ORDER BY numbered.r)
+    INTO draft, draft_citations
+    FROM numbered;
+
+    SELECT * INTO v FROM rag.verify(draft, draft_citations, ids);
+    status := v.status;
+    answer := v.answer;
+    reason := v.reason;
+    citations := v.citations;
+    RETURN NEXT;
+END
+$fn$;
+COMMENT ON FUNCTION rag._answer(text, text, integer, public.vector, jsonb) IS
+'Internal: retrieve, gate, pick and verify quotes for one question; no logging (rag.ask logs).';

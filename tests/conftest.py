@@ -1,0 +1,123 @@
+"""Test fixtures: a real private PostgreSQL cluster with the real extensions and the real model.
+
+- `pg`: the cluster for the whole session (PGCITE_TEST_DSN points at an existing server instead).
+- `db`: a session database with pgcite and pgcite_python installed and the tiny manual corpus ingested
+  into tenant `tiny` (routine-vacuuming.html, indexes-types.html).
+- `conn`: a connection to `db` inside a transaction that is rolled back after the test. The connection lives
+  for the whole session, so the embedding model is loaded once.
+- `fresh_db`: a new empty database (for install tests), dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from pgcite.cluster import Cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
+TINY_FILES = ["routine-vacuuming.html", "indexes-types.html"]
+
+
+class PG:
+    def __init__(self, dsn_for):
+        self.dsn_for = dsn_for
+
+    def dsn(self, dbname: str) -> str:
+        return self.dsn_for(dbname)
+
+    def admin(self, dbname: str = "postgres") -> psycopg.Connection:
+        return psycopg.connect(self.dsn(dbname), autocommit=True)
+
+
+@pytest.fixture(scope="session")
+def pg(tmp_path_factory) -> Iterator[PG]:
+    dsn = os.environ.get("PGCITE_TEST_DSN")
+    if dsn:
+        base = psycopg.conninfo.conninfo_to_dict(dsn)
+
+        def dsn_for(dbname: str) -> str:
+            return psycopg.conninfo.make_conninfo(**{**base, "dbname": dbname})
+
+        yield PG(dsn_for)
+        return
+    home = Path("/var/tmp") / f"pgcite-test-{os.getpid()}"
+    cluster = Cluster(home)
+    cluster.init()
+    cluster.start()
+    try:
+        yield PG(cluster.dsn)
+    finally:
+        cluster.destroy()
+
+
+def create_database(pg: PG, name: str, python: bool = True) -> None:
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{name}"')
+    with pg.admin(name) as c:
+        c.execute("CREATE EXTENSION pgcite CASCADE")
+        if python:
+            c.execute("CREATE EXTENSION pgcite_python CASCADE")
+
+
+def drop_database(pg: PG, name: str) -> None:
+    with pg.admin() as a:
+        a.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def ingest_files(conn: psycopg.Connection, tenant: str, files: list[str]) -> None:
+    for name in files:
+        body = (MANUAL / name).read_text(encoding="utf-8")
+        conn.execute(
+            "SELECT * FROM rag.ingest(%s, %s, %s, 'html', source_url => %s)",
+            (tenant, name, body, f"https://www.postgresql.org/docs/15/{name}"),
+        )
+
+
+@pytest.fixture(scope="session")
+def db(pg) -> Iterator[str]:
+    name = "pgcite_test"
+    drop_database(pg, name)
+    create_database(pg, name)
+    with pg.admin(name) as c:
+        c.execute("SELECT rag.create_tenant('tiny')")
+        ingest_files(c, "tiny", TINY_FILES)
+    yield name
+    drop_database(pg, name)
+
+
+@pytest.fixture(scope="session")
+def _session_conn(pg, db) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(pg.dsn(db)) as c:
+        yield c
+
+
+@pytest.fixture
+def conn(_session_conn) -> Iterator[psycopg.Connection]:
+    c = _session_conn
+    c.rollback()
+    try:
+        yield c
+    finally:
+        c.rollback()
+
+
+@pytest.fixture
+def fresh_db(pg) -> Iterator[str]:
+    name = f"pgcite_{uuid.uuid4().hex[:10]}"
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield name
+    finally:
+        drop_database(pg, name)
+
+
+def sqlstate_of(excinfo) -> str | None:
+    return getattr(excinfo.value, "sqlstate", None) or getattr(getattr(excinfo.value, "diag", None), "sqlstate", None)
