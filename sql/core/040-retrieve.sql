@@ -27,8 +27,9 @@ $fn$;
 COMMENT ON FUNCTION rag._check_question(text, integer) IS
 'Internal: 22023 for k outside 1..100, 54000 for a question over 4000 characters; false when it is empty.';
 
--- The question's embedding: the caller's (checked), or computed once in-database by rag.embed.
-CREATE OR REPLACE FUNCTION rag._query_embedding(question text, query_embedding public.vector)
+-- The question's embedding: the caller's (checked), or computed once in-database by rag.embed
+-- (of the typo-corrected question when a word was corrected: MiniLM cannot read "vacum").
+CREATE OR REPLACE FUNCTION rag._query_embedding(tenant text, question text, query_embedding public.vector)
 RETURNS public.vector
 LANGUAGE plpgsql
 STABLE
@@ -53,11 +54,11 @@ BEGIN
             MESSAGE = 'no query_embedding given and in-database embedding is not installed',
             HINT = 'Pass query_embedding (all-MiniLM-L6-v2, 384 dims) or CREATE EXTENSION pgcite_python.';
     END IF;
-    EXECUTE 'SELECT rag.embed($1)' INTO v USING question;
+    EXECUTE 'SELECT rag.embed($1)' INTO v USING rag._embedding_text(tenant, question);
     RETURN v;
 END
 $fn$;
-COMMENT ON FUNCTION rag._query_embedding(text, public.vector) IS
+COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 'Internal: checks a supplied query embedding (22023 unless 384 dims) or embeds the question once.';
 
 -- Question words the tenant's corpus does not know are replaced by the closest known word (pg_trgm),
@@ -87,6 +88,25 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag._correct_question(text, text) IS
 'Internal: the question in lower case with unknown words replaced by the nearest word of the tenant''s corpus.';
+
+-- The text embedded for a question: the corrected question if a word was corrected, else the question.
+CREATE OR REPLACE FUNCTION rag._embedding_text(p_tenant text, p_question text)
+RETURNS text
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT CASE WHEN corrected = plain THEN p_question ELSE corrected END
+    FROM (
+        SELECT
+            rag._correct_question(p_tenant, p_question) AS corrected,
+            (SELECT coalesce(pg_catalog.string_agg(m.a[1], ' ' ORDER BY m.n), '')
+             FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY
+                AS m (a, n)) AS plain
+    ) AS x
+$fn$;
+COMMENT ON FUNCTION rag._embedding_text(text, text) IS
+'Internal: the question as it is embedded (typo-corrected when a word was unknown to the tenant''s corpus).';
 
 -- websearch syntax, but terms are OR-ed (a natural question rarely has every word in one chunk);
 -- a query with a negation keeps its AND semantics.
@@ -235,7 +255,7 @@ BEGIN
         RETURN;
     END IF;
     PERFORM rag._require_tenant(retrieve.tenant);
-    qemb := rag._query_embedding(retrieve.question, retrieve.query_embedding);
+    qemb := rag._query_embedding(retrieve.tenant, retrieve.question, retrieve.query_embedding);
     RETURN QUERY
     SELECT x.fused_rank, c.chunk_id, c.doc_key, c.doc_version, c.chunk_index, c.anchor, c.title, c.content,
         x.distance, x.trgm_score, x.fts_score, x.fused_score

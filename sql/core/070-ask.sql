@@ -54,7 +54,7 @@ BEGIN
         evidence := pg_catalog.jsonb_build_object('chunks', '[]'::jsonb, 'complete', false,
             'fingerprint', pg_catalog.encode(pg_catalog.sha256(''::bytea), 'hex'));
     ELSE
-        qemb := rag._query_embedding(ask.question, ask.query_embedding);
+        qemb := rag._query_embedding(ask.tenant, ask.question, ask.query_embedding);
         t1 := pg_catalog.clock_timestamp();
         SELECT * INTO r FROM rag._answer(ask.question, ask.tenant, ask.k, qemb, coalesce(ask.options, '{}'));
         status := r.status;

@@ -153,7 +153,7 @@ BEGIN
         RETURN;
     END IF;
     PERFORM rag._require_tenant(explain.tenant);
-    qemb := rag._query_embedding(explain.question, NULL);
+    qemb := rag._query_embedding(explain.tenant, explain.question, NULL);
     SELECT * INTO r FROM rag._answer(explain.question, explain.tenant, explain.k, qemb, '{}');
     RETURN QUERY
     SELECT x.fused_rank, x.chunk_id, x.doc_key, c.anchor, c.title, x.vec_rank, x.distance, x.fts_rank,

