@@ -11,169 +11,457 @@ hard negatives first, then the easy ones) and alternately assigned
 calibration, test, calibration, ...  So each kind alternates within each
 chapter and is split about half/half overall.  tiny.jsonl is all "test".
 """
+
 import json
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # (id, kind, question, expect)
-A, T, O = "answerable", "typo", "out_of_corpus"
+A, T, O = "answerable", "typo", "out_of_corpus"  # noqa: E741
 
 DEV = [
     # ---------------- Chapter 11: Indexes ----------------
-    ("idx-001", A, "I look rows up by id in a big table and every query reads the whole table. "
-                   "How do I add an index on that column, and how do I remove it later if it turns out to be useless?",
-     ["INDEXES-INTRO"]),
-    ("idx-002", A, "Can an ordinary index speed up a LIKE 'abc%' search? What about LIKE '%abc'?",
-     ["INDEXES-TYPES-BTREE", "INDEXES-OPCLASS"]),
-    ("idx-003", A, "What kinds of WHERE conditions can a hash index actually be used for?",
-     ["INDEXES-TYPES-HASH"]),
-    ("idx-004", A, "When does a BRIN index make sense, and what does it store for each block range?",
-     ["INDEXES-TYPES-BRIN"]),
-    ("idx-005", A, "With an index on (a, b, c), how much of the index is scanned for WHERE a = 5 AND b >= 42 AND c < 77, "
-                   "and does the condition on c reduce that?",
-     ["INDEXES-MULTICOLUMN"]),
-    ("idx-006", A, "My query sorts with ORDER BY x ASC, y DESC. How should I define a two-column index so it can "
-                   "return rows in that order without a separate sort step?",
-     ["INDEXES-ORDERING"]),
-    ("idx-007", A, "I have an index on (a, b). Why can't a query with WHERE a = 5 OR b = 6 use it directly, "
-                   "and how does PostgreSQL handle OR conditions using several indexes?",
-     ["INDEXES-BITMAP-SCANS"]),
-    ("idx-008", A, "Should I create an index on my primary key or unique column myself to make lookups fast?",
-     ["INDEXES-UNIQUE"]),
-    ("idx-009", A, "How do I make case-insensitive lookups like WHERE lower(email) = 'bob@example.com' use an index?",
-     ["INDEXES-EXPRESSIONAL"]),
-    ("idx-010", A, "What does the INCLUDE clause do when creating an index, and when is it worth adding extra columns that way?",
-     ["INDEXES-INDEX-ONLY-SCANS"]),
-    ("idx-011", A, "When should I build a B-tree index with varchar_pattern_ops instead of the default operator class, "
-                   "and can that index still serve < and > comparisons?",
-     ["INDEXES-OPCLASS", "INDEXES-TYPES-BTREE"]),
-    ("idx-012", A, "While testing whether an index would help, how can I stop the planner from picking a sequential scan?",
-     ["INDEXES-EXAMINE"]),
-    ("idx-013", T, "wich index type can do nearest-neighbour serches like ORDER BY location <-> point '(101,456)' LIMIT 10?",
-     ["INDEXES-TYPE-GIST", "INDEXES-TYPE-SPGIST"]),
-    ("idx-014", T, "how do i use a partail index to enforce uniqeness only among the rows where success is true?",
-     ["INDEXES-PARTIAL"]),
-    ("idx-015", T, "my query compares with a diffrent COLLATE than the column's colation - can the existing index on that column still be used?",
-     ["INDEXES-COLLATIONS"]),
-
+    (
+        "idx-001",
+        A,
+        "I look rows up by id in a big table and every query reads the whole table. "
+        "How do I add an index on that column, and how do I remove it later if it turns out to be useless?",
+        ["INDEXES-INTRO"],
+    ),
+    (
+        "idx-002",
+        A,
+        "Can an ordinary index speed up a LIKE 'abc%' search? What about LIKE '%abc'?",
+        ["INDEXES-TYPES-BTREE", "INDEXES-OPCLASS"],
+    ),
+    (
+        "idx-003",
+        A,
+        "What kinds of WHERE conditions can a hash index actually be used for?",
+        ["INDEXES-TYPES-HASH"],
+    ),
+    (
+        "idx-004",
+        A,
+        "When does a BRIN index make sense, and what does it store for each block range?",
+        ["INDEXES-TYPES-BRIN"],
+    ),
+    (
+        "idx-005",
+        A,
+        "With an index on (a, b, c), how much of the index is scanned for WHERE a = 5 AND b >= 42 AND c < 77, "
+        "and does the condition on c reduce that?",
+        ["INDEXES-MULTICOLUMN"],
+    ),
+    (
+        "idx-006",
+        A,
+        "My query sorts with ORDER BY x ASC, y DESC. How should I define a two-column index so it can "
+        "return rows in that order without a separate sort step?",
+        ["INDEXES-ORDERING"],
+    ),
+    (
+        "idx-007",
+        A,
+        "I have an index on (a, b). Why can't a query with WHERE a = 5 OR b = 6 use it directly, "
+        "and how does PostgreSQL handle OR conditions using several indexes?",
+        ["INDEXES-BITMAP-SCANS"],
+    ),
+    (
+        "idx-008",
+        A,
+        "Should I create an index on my primary key or unique column myself to make lookups fast?",
+        ["INDEXES-UNIQUE"],
+    ),
+    (
+        "idx-009",
+        A,
+        "How do I make case-insensitive lookups like WHERE lower(email) = 'bob@example.com' use an index?",
+        ["INDEXES-EXPRESSIONAL"],
+    ),
+    (
+        "idx-010",
+        A,
+        "What does the INCLUDE clause do when creating an index, and when is it worth adding extra columns that way?",
+        ["INDEXES-INDEX-ONLY-SCANS"],
+    ),
+    (
+        "idx-011",
+        A,
+        "When should I build a B-tree index with varchar_pattern_ops instead of the default operator class, "
+        "and can that index still serve < and > comparisons?",
+        ["INDEXES-OPCLASS", "INDEXES-TYPES-BTREE"],
+    ),
+    (
+        "idx-012",
+        A,
+        "While testing whether an index would help, how can I stop the planner from picking a sequential scan?",
+        ["INDEXES-EXAMINE"],
+    ),
+    (
+        "idx-013",
+        T,
+        "wich index type can do nearest-neighbour serches like ORDER BY location <-> point '(101,456)' LIMIT 10?",
+        ["INDEXES-TYPE-GIST", "INDEXES-TYPE-SPGIST"],
+    ),
+    (
+        "idx-014",
+        T,
+        "how do i use a partail index to enforce uniqeness only among the rows where success is true?",
+        ["INDEXES-PARTIAL"],
+    ),
+    (
+        "idx-015",
+        T,
+        "my query compares with a diffrent COLLATE than the column's colation - can the existing index on that column still be used?",
+        ["INDEXES-COLLATIONS"],
+    ),
     # ---------------- Chapter 12: Full Text Search ----------------
-    ("fts-001", A, "Why would I use full text search instead of LIKE or regular expressions to search documents?",
-     ["TEXTSEARCH-INTRO"]),
-    ("fts-002", A, "Why does 'fat cats ate fat rats'::tsvector @@ to_tsquery('fat & rat') return false, "
-                   "while the same match with to_tsvector returns true?",
-     ["TEXTSEARCH-MATCHING"]),
-    ("fts-003", A, "How can different databases in the same cluster use different default text search configurations?",
-     ["TEXTSEARCH-INTRO-CONFIGURATIONS"]),
-    ("fts-004", A, "Should I index an expression like to_tsvector('english', body) or store a separate tsvector column? "
-                   "What are the trade-offs?",
-     ["TEXTSEARCH-TABLES-INDEX"]),
-    ("fts-005", A, "Why did to_tsvector drop the words 'a', 'on' and 'it' and the dash from my sentence, and turn 'rats' into 'rat'?",
-     ["TEXTSEARCH-PARSING-DOCUMENTS"]),
-    ("fts-006", A, "Which function should I use to turn whatever a user types into a search box into a tsquery "
-                   "without ever getting a syntax error?",
-     ["TEXTSEARCH-PARSING-QUERIES"]),
-    ("fts-007", A, "How do I stop long documents from ranking higher just because they contain more words?",
-     ["TEXTSEARCH-RANKING"]),
-    ("fts-008", A, "How can I show an excerpt of each matching document with the search terms highlighted, "
-                   "and is that output safe to put straight into a web page?",
-     ["TEXTSEARCH-HEADLINE"]),
-    ("fts-009", A, "How can I make searches for 'supernovae' also match 'sn' without rebuilding my index?",
-     ["TEXTSEARCH-QUERY-REWRITING"]),
-    ("fts-010", A, "The English stemmer turns 'Paris' into 'pari'. How do I keep it indexed as 'paris'?",
-     ["TEXTSEARCH-SYNONYM-DICTIONARY"]),
-    ("fts-011", A, "Which index type is better for full text search, GIN or GiST, and why?",
-     ["TEXTSEARCH-INDEXES"]),
-    ("fts-012", A, "Is there a maximum size for a tsvector value, or a limit on how many positions are stored per word?",
-     ["TEXTSEARCH-LIMITATIONS"]),
-    ("fts-013", T, "how do i keep a tsvectr column up to date automaticaly when the title or body text changes?",
-     ["TEXTSEARCH-TABLES-INDEX", "TEXTSEARCH-UPDATE-TRIGGERS"]),
-    ("fts-014", T, "how can i test what lexemes a singel dictionery returns for one word, ts_lexise?",
-     ["TEXTSEARCH-DICTIONARY-TESTING"]),
-
+    (
+        "fts-001",
+        A,
+        "Why would I use full text search instead of LIKE or regular expressions to search documents?",
+        ["TEXTSEARCH-INTRO"],
+    ),
+    (
+        "fts-002",
+        A,
+        "Why does 'fat cats ate fat rats'::tsvector @@ to_tsquery('fat & rat') return false, "
+        "while the same match with to_tsvector returns true?",
+        ["TEXTSEARCH-MATCHING"],
+    ),
+    (
+        "fts-003",
+        A,
+        "How can different databases in the same cluster use different default text search configurations?",
+        ["TEXTSEARCH-INTRO-CONFIGURATIONS"],
+    ),
+    (
+        "fts-004",
+        A,
+        "Should I index an expression like to_tsvector('english', body) or store a separate tsvector column? "
+        "What are the trade-offs?",
+        ["TEXTSEARCH-TABLES-INDEX"],
+    ),
+    (
+        "fts-005",
+        A,
+        "Why did to_tsvector drop the words 'a', 'on' and 'it' and the dash from my sentence, and turn 'rats' into 'rat'?",
+        ["TEXTSEARCH-PARSING-DOCUMENTS"],
+    ),
+    (
+        "fts-006",
+        A,
+        "Which function should I use to turn whatever a user types into a search box into a tsquery "
+        "without ever getting a syntax error?",
+        ["TEXTSEARCH-PARSING-QUERIES"],
+    ),
+    (
+        "fts-007",
+        A,
+        "How do I stop long documents from ranking higher just because they contain more words?",
+        ["TEXTSEARCH-RANKING"],
+    ),
+    (
+        "fts-008",
+        A,
+        "How can I show an excerpt of each matching document with the search terms highlighted, "
+        "and is that output safe to put straight into a web page?",
+        ["TEXTSEARCH-HEADLINE"],
+    ),
+    (
+        "fts-009",
+        A,
+        "How can I make searches for 'supernovae' also match 'sn' without rebuilding my index?",
+        ["TEXTSEARCH-QUERY-REWRITING"],
+    ),
+    (
+        "fts-010",
+        A,
+        "The English stemmer turns 'Paris' into 'pari'. How do I keep it indexed as 'paris'?",
+        ["TEXTSEARCH-SYNONYM-DICTIONARY"],
+    ),
+    (
+        "fts-011",
+        A,
+        "Which index type is better for full text search, GIN or GiST, and why?",
+        ["TEXTSEARCH-INDEXES"],
+    ),
+    (
+        "fts-012",
+        A,
+        "Is there a maximum size for a tsvector value, or a limit on how many positions are stored per word?",
+        ["TEXTSEARCH-LIMITATIONS"],
+    ),
+    (
+        "fts-013",
+        T,
+        "how do i keep a tsvectr column up to date automaticaly when the title or body text changes?",
+        ["TEXTSEARCH-TABLES-INDEX", "TEXTSEARCH-UPDATE-TRIGGERS"],
+    ),
+    (
+        "fts-014",
+        T,
+        "how can i test what lexemes a singel dictionery returns for one word, ts_lexise?",
+        ["TEXTSEARCH-DICTIONARY-TESTING"],
+    ),
     # ---------------- Chapter 25: Routine Database Maintenance Tasks ----------------
-    ("mnt-001", A, "What is the difference between plain VACUUM and VACUUM FULL, and which one should I run routinely?",
-     ["VACUUM-BASICS", "VACUUM-FOR-SPACE-RECOVERY"]),
-    ("mnt-002", A, "I deleted most rows from a table but its file on disk is still just as big. "
-                   "Why, and how do I actually give the space back to the operating system?",
-     ["VACUUM-FOR-SPACE-RECOVERY"]),
-    ("mnt-003", A, "If I empty a table completely every night, is it better to DELETE everything and then VACUUM, or to use TRUNCATE?",
-     ["VACUUM-FOR-SPACE-RECOVERY"]),
-    ("mnt-004", A, "Autovacuum never seems to analyze my partitioned table. Why, and what should I do about it?",
-     ["VACUUM-FOR-STATISTICS", "AUTOVACUUM"]),
-    ("mnt-005", A, "Which columns need their planner statistics refreshed more often, say a last-modified timestamp "
-                   "versus a column of page URLs?",
-     ["VACUUM-FOR-STATISTICS"]),
-    ("mnt-006", A, "How does vacuuming help index-only scans avoid visiting the table?",
-     ["VACUUM-FOR-VISIBILITY-MAP", "VACUUM-BASICS"]),
-    ("mnt-007", A, "Why does PostgreSQL have to freeze old rows, and at minimum how often must every table be vacuumed to stay safe?",
-     ["VACUUM-FOR-WRAPAROUND"]),
-    ("mnt-008", A, "How can I check how close each of my databases is to transaction ID wraparound?",
-     ["VACUUM-FOR-WRAPAROUND"]),
-    ("mnt-009", A, "What are multixact IDs, and can they run out or wrap around like transaction IDs do?",
-     ["VACUUM-FOR-MULTIXACT-WRAPAROUND"]),
-    ("mnt-010", A, "My autovacuum runs keep getting cancelled before they finish. What could be interrupting them?",
-     ["AUTOVACUUM"]),
-    ("mnt-011", A, "When is it worth rebuilding B-tree indexes periodically, and how can I do it without locking the table exclusively?",
-     ["ROUTINE-REINDEX"]),
-    ("mnt-012", A, "How should I rotate the server's log files so they don't grow forever?",
-     ["LOGFILE-MAINTENANCE"]),
-    ("mnt-013", T, "what does vacum_freeze_min_age control, and why not just set it very low so vacum freeze happens early?",
-     ["VACUUM-FOR-WRAPAROUND"]),
-    ("mnt-014", T, "getting 'database is not accepting commands to avoid wraparund data loss' - do i really have to stop the "
-                   "postmaster and vacuum in single-user mode?",
-     ["VACUUM-FOR-WRAPAROUND"]),
-    ("mnt-015", T, "how does autovaccum decide that a table needs vaccuming, what is the treshold formula?",
-     ["AUTOVACUUM"]),
-
+    (
+        "mnt-001",
+        A,
+        "What is the difference between plain VACUUM and VACUUM FULL, and which one should I run routinely?",
+        ["VACUUM-BASICS", "VACUUM-FOR-SPACE-RECOVERY"],
+    ),
+    (
+        "mnt-002",
+        A,
+        "I deleted most rows from a table but its file on disk is still just as big. "
+        "Why, and how do I actually give the space back to the operating system?",
+        ["VACUUM-FOR-SPACE-RECOVERY"],
+    ),
+    (
+        "mnt-003",
+        A,
+        "If I empty a table completely every night, is it better to DELETE everything and then VACUUM, or to use TRUNCATE?",
+        ["VACUUM-FOR-SPACE-RECOVERY"],
+    ),
+    (
+        "mnt-004",
+        A,
+        "Autovacuum never seems to analyze my partitioned table. Why, and what should I do about it?",
+        ["VACUUM-FOR-STATISTICS", "AUTOVACUUM"],
+    ),
+    (
+        "mnt-005",
+        A,
+        "Which columns need their planner statistics refreshed more often, say a last-modified timestamp "
+        "versus a column of page URLs?",
+        ["VACUUM-FOR-STATISTICS"],
+    ),
+    (
+        "mnt-006",
+        A,
+        "How does vacuuming help index-only scans avoid visiting the table?",
+        ["VACUUM-FOR-VISIBILITY-MAP", "VACUUM-BASICS"],
+    ),
+    (
+        "mnt-007",
+        A,
+        "Why does PostgreSQL have to freeze old rows, and at minimum how often must every table be vacuumed to stay safe?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    (
+        "mnt-008",
+        A,
+        "How can I check how close each of my databases is to transaction ID wraparound?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    (
+        "mnt-009",
+        A,
+        "What are multixact IDs, and can they run out or wrap around like transaction IDs do?",
+        ["VACUUM-FOR-MULTIXACT-WRAPAROUND"],
+    ),
+    (
+        "mnt-010",
+        A,
+        "My autovacuum runs keep getting cancelled before they finish. What could be interrupting them?",
+        ["AUTOVACUUM"],
+    ),
+    (
+        "mnt-011",
+        A,
+        "When is it worth rebuilding B-tree indexes periodically, and how can I do it without locking the table exclusively?",
+        ["ROUTINE-REINDEX"],
+    ),
+    (
+        "mnt-012",
+        A,
+        "How should I rotate the server's log files so they don't grow forever?",
+        ["LOGFILE-MAINTENANCE"],
+    ),
+    (
+        "mnt-013",
+        T,
+        "what does vacum_freeze_min_age control, and why not just set it very low so vacum freeze happens early?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    (
+        "mnt-014",
+        T,
+        "getting 'database is not accepting commands to avoid wraparund data loss' - do i really have to stop the "
+        "postmaster and vacuum in single-user mode?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    (
+        "mnt-015",
+        T,
+        "how does autovaccum decide that a table needs vaccuming, what is the treshold formula?",
+        ["AUTOVACUUM"],
+    ),
     # ---------------- Chapter 26: Backup and Restore ----------------
-    ("bak-001", A, "Can people keep using the database while pg_dump runs, and will the dump be consistent?",
-     ["BACKUP-DUMP"]),
-    ("bak-002", A, "How do I make a psql restore of a plain-text dump stop at the first error, or roll back completely if anything fails?",
-     ["BACKUP-DUMP-RESTORE"]),
-    ("bak-003", A, "pg_dump didn't include my roles and tablespaces. How do I back those up?",
-     ["BACKUP-DUMP-ALL"]),
-    ("bak-004", A, "My dump would be larger than the maximum file size my filesystem allows. What can I do?",
-     ["BACKUP-DUMP-LARGE"]),
-    ("bak-005", A, "Without WAL archiving, can I get a usable backup by running tar on the data directory while the server keeps running?",
-     ["BACKUP-FILE"]),
-    ("bak-006", A, "Can I combine a pg_dump file with archived WAL files to do point-in-time recovery?",
-     ["CONTINUOUS-ARCHIVING", "BACKUP-LOWLEVEL-BASE-BACKUP"]),
-    ("bak-007", A, "Which configuration settings do I need to change to start archiving WAL files?",
-     ["BACKUP-ARCHIVING-WAL"]),
-    ("bak-008", A, "My server writes very little WAL, so recent transactions can sit for hours before they reach the archive. "
-                   "How can I limit that delay?",
-     ["BACKUP-ARCHIVING-WAL"]),
-    ("bak-009", A, "Someone dropped an important table at 5:15 PM. How do I restore the cluster to the state just before that?",
-     ["BACKUP-PITR-RECOVERY"]),
-    ("bak-010", A, "After a point-in-time recovery, how does PostgreSQL keep the WAL written afterwards from overwriting "
-                   "the WAL of the original history?",
-     ["BACKUP-TIMELINES"]),
-    ("bak-011", A, "When I take a backup with pg_backup_start and pg_backup_stop, what am I supposed to do with the values pg_backup_stop returns?",
-     ["BACKUP-LOWLEVEL-BASE-BACKUP"]),
-    ("bak-012", A, "Which files and directories can I leave out when copying the data directory for a base backup?",
-     ["BACKUP-LOWLEVEL-BASE-BACKUP-DATA"]),
-    ("bak-013", A, "Once a base backup has finished and been archived, which older archived WAL files can I safely delete?",
-     ["BACKUP-BASE-BACKUP"]),
-    ("bak-014", T, "if i run pg_basebakup with -X, do i still need the wal archive to restore that backup?",
-     ["BACKUP-STANDALONE"]),
-    ("bak-015", T, "why should i take a new base bakup after creating a tablspace when using continous archiving?",
-     ["CONTINUOUS-ARCHIVING-CAVEATS"]),
-
+    (
+        "bak-001",
+        A,
+        "Can people keep using the database while pg_dump runs, and will the dump be consistent?",
+        ["BACKUP-DUMP"],
+    ),
+    (
+        "bak-002",
+        A,
+        "How do I make a psql restore of a plain-text dump stop at the first error, or roll back completely if anything fails?",
+        ["BACKUP-DUMP-RESTORE"],
+    ),
+    (
+        "bak-003",
+        A,
+        "pg_dump didn't include my roles and tablespaces. How do I back those up?",
+        ["BACKUP-DUMP-ALL"],
+    ),
+    (
+        "bak-004",
+        A,
+        "My dump would be larger than the maximum file size my filesystem allows. What can I do?",
+        ["BACKUP-DUMP-LARGE"],
+    ),
+    (
+        "bak-005",
+        A,
+        "Without WAL archiving, can I get a usable backup by running tar on the data directory while the server keeps running?",
+        ["BACKUP-FILE"],
+    ),
+    (
+        "bak-006",
+        A,
+        "Can I combine a pg_dump file with archived WAL files to do point-in-time recovery?",
+        ["CONTINUOUS-ARCHIVING", "BACKUP-LOWLEVEL-BASE-BACKUP"],
+    ),
+    (
+        "bak-007",
+        A,
+        "Which configuration settings do I need to change to start archiving WAL files?",
+        ["BACKUP-ARCHIVING-WAL"],
+    ),
+    (
+        "bak-008",
+        A,
+        "My server writes very little WAL, so recent transactions can sit for hours before they reach the archive. "
+        "How can I limit that delay?",
+        ["BACKUP-ARCHIVING-WAL"],
+    ),
+    (
+        "bak-009",
+        A,
+        "Someone dropped an important table at 5:15 PM. How do I restore the cluster to the state just before that?",
+        ["BACKUP-PITR-RECOVERY"],
+    ),
+    (
+        "bak-010",
+        A,
+        "After a point-in-time recovery, how does PostgreSQL keep the WAL written afterwards from overwriting "
+        "the WAL of the original history?",
+        ["BACKUP-TIMELINES"],
+    ),
+    (
+        "bak-011",
+        A,
+        "When I take a backup with pg_backup_start and pg_backup_stop, what am I supposed to do with the values pg_backup_stop returns?",
+        ["BACKUP-LOWLEVEL-BASE-BACKUP"],
+    ),
+    (
+        "bak-012",
+        A,
+        "Which files and directories can I leave out when copying the data directory for a base backup?",
+        ["BACKUP-LOWLEVEL-BASE-BACKUP-DATA"],
+    ),
+    (
+        "bak-013",
+        A,
+        "Once a base backup has finished and been archived, which older archived WAL files can I safely delete?",
+        ["BACKUP-BASE-BACKUP"],
+    ),
+    (
+        "bak-014",
+        T,
+        "if i run pg_basebakup with -X, do i still need the wal archive to restore that backup?",
+        ["BACKUP-STANDALONE"],
+    ),
+    (
+        "bak-015",
+        T,
+        "why should i take a new base bakup after creating a tablspace when using continous archiving?",
+        ["CONTINUOUS-ARCHIVING-CAVEATS"],
+    ),
     # ---------------- Out of corpus: hard negatives (other chapters, corpus vocabulary) ----------------
-    ("ooc-001", O, "How do I edit pg_hba.conf so the backup user can connect from another host with scram-sha-256 password authentication?", []),
-    ("ooc-002", O, "How do I set up a streaming replication standby with primary_conninfo so it continuously receives WAL from the primary?", []),
-    ("ooc-003", O, "How do I create a publication and a subscription to logically replicate only a few tables' changes to another server?", []),
-    ("ooc-004", O, "How do I write an AFTER DELETE trigger that copies each deleted row into an audit table before vacuum removes it?", []),
-    ("ooc-005", O, "What is the syntax to create a table partitioned by range on a date column and attach a new partition every month, "
-                   "and do indexes created on the parent apply to the partitions?", []),
-    ("ooc-006", O, "How large should I set shared_buffers so that my most-used indexes stay cached in memory?", []),
-    ("ooc-007", O, "How do I grant a backup role read-only SELECT access to all tables in a schema, including tables created in the "
-                   "future, so it can run pg_dump without being superuser?", []),
-    ("ooc-008", O, "For a GIN index on a jsonb column, what is the difference between the jsonb_ops and jsonb_path_ops operator classes?", []),
-    ("ooc-009", O, "How do I set up postgres_fdw with CREATE SERVER and a user mapping so I can query a tsvector column stored on another PostgreSQL server?", []),
-    ("ooc-010", O, "What does checkpoint_completion_target control, and what value is recommended to spread out checkpoint I/O while WAL is being written?", []),
-    ("ooc-011", O, "How should I set work_mem so that ORDER BY sorts that cannot use an index don't spill to disk?", []),
+    (
+        "ooc-001",
+        O,
+        "How do I edit pg_hba.conf so the backup user can connect from another host with scram-sha-256 password authentication?",
+        [],
+    ),
+    (
+        "ooc-002",
+        O,
+        "How do I set up a streaming replication standby with primary_conninfo so it continuously receives WAL from the primary?",
+        [],
+    ),
+    (
+        "ooc-003",
+        O,
+        "How do I create a publication and a subscription to logically replicate only a few tables' changes to another server?",
+        [],
+    ),
+    (
+        "ooc-004",
+        O,
+        "How do I write an AFTER DELETE trigger that copies each deleted row into an audit table before vacuum removes it?",
+        [],
+    ),
+    (
+        "ooc-005",
+        O,
+        "What is the syntax to create a table partitioned by range on a date column and attach a new partition every month, "
+        "and do indexes created on the parent apply to the partitions?",
+        [],
+    ),
+    (
+        "ooc-006",
+        O,
+        "How large should I set shared_buffers so that my most-used indexes stay cached in memory?",
+        [],
+    ),
+    (
+        "ooc-007",
+        O,
+        "How do I grant a backup role read-only SELECT access to all tables in a schema, including tables created in the "
+        "future, so it can run pg_dump without being superuser?",
+        [],
+    ),
+    (
+        "ooc-008",
+        O,
+        "For a GIN index on a jsonb column, what is the difference between the jsonb_ops and jsonb_path_ops operator classes?",
+        [],
+    ),
+    (
+        "ooc-009",
+        O,
+        "How do I set up postgres_fdw with CREATE SERVER and a user mapping so I can query a tsvector column stored on another PostgreSQL server?",
+        [],
+    ),
+    (
+        "ooc-010",
+        O,
+        "What does checkpoint_completion_target control, and what value is recommended to spread out checkpoint I/O while WAL is being written?",
+        [],
+    ),
+    (
+        "ooc-011",
+        O,
+        "How should I set work_mem so that ORDER BY sorts that cannot use an index don't spill to disk?",
+        [],
+    ),
     # ---------------- Out of corpus: easy negatives ----------------
     ("ooc-012", O, "What is the capital of Australia?", []),
     ("ooc-013", O, "How long should I boil an egg to get a soft, runny yolk?", []),
@@ -183,11 +471,25 @@ DEV = [
 # Fast-test set over only routine-vacuuming.html and indexes-types.html; all split "test".
 TINY = [
     ("tiny-001", A, "Which comparison operators can a hash index be used with?", ["INDEXES-TYPES-HASH"]),
-    ("tiny-002", A, "Why should I usually prefer plain VACUUM over VACUUM FULL?", ["VACUUM-BASICS", "VACUUM-FOR-SPACE-RECOVERY"]),
-    ("tiny-003", A, "How often does the autovacuum launcher start a worker in each database, and how many workers can run at once?",
-     ["AUTOVACUUM"]),
+    (
+        "tiny-002",
+        A,
+        "Why should I usually prefer plain VACUUM over VACUUM FULL?",
+        ["VACUUM-BASICS", "VACUUM-FOR-SPACE-RECOVERY"],
+    ),
+    (
+        "tiny-003",
+        A,
+        "How often does the autovacuum launcher start a worker in each database, and how many workers can run at once?",
+        ["AUTOVACUUM"],
+    ),
     ("tiny-004", T, "whne is a BRIN indx most efective?", ["INDEXES-TYPES-BRIN"]),
-    ("tiny-005", O, "How do I configure pg_hba.conf to require password authentication for remote connections?", []),
+    (
+        "tiny-005",
+        O,
+        "How do I configure pg_hba.conf to require password authentication for remote connections?",
+        [],
+    ),
     ("tiny-006", O, "What is the capital of Australia?", []),
 ]
 

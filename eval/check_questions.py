@@ -18,6 +18,7 @@ What it does:
     required split is missing, or if a kind is absent from a required split.
 Exit status 0 = all checks passed, 1 = at least one failure.
 """
+
 import argparse
 import collections
 import glob
@@ -181,7 +182,9 @@ def check_questions(path, sections, required_splits, errors, warnings, notes):
     ids = set()
     texts = set()
     # titles of sect1..sect5 (chapter names like "Full Text Search" are normal user words)
-    titles = {s["title"].split(". ", 1)[-1].lower() for s in sections.values() if s["title"] and s["level"] > 0}
+    titles = {
+        s["title"].split(". ", 1)[-1].lower() for s in sections.values() if s["title"] and s["level"] > 0
+    }
     try:
         lines = open(path, encoding="utf-8").read().splitlines()
     except OSError as e:
@@ -243,8 +246,10 @@ def check_questions(path, sections, required_splits, errors, warnings, notes):
             anc = set(ancestors(sections, a))
             for b in expect:
                 if b != a and b in anc:
-                    notes.append(f"{where}: {b} is an ancestor of {a} "
-                                 f"(fine only if {b}'s own text, outside {a}, also contains the answer)")
+                    notes.append(
+                        f"{where}: {b} is an ancestor of {a} "
+                        f"(fine only if {b}'s own text, outside {a}, also contains the answer)"
+                    )
         prefix = qid.split("-", 1)[0] if isinstance(qid, str) else ""
         if prefix == "ooc" and kind != "out_of_corpus":
             errors.append(f"{where}: ooc- id but kind {kind}")
@@ -284,12 +289,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("questions", nargs="*", help="JSONL files (default: eval/pgdocs-dev.jsonl)")
     ap.add_argument("--html-dir", default=DEFAULT_HTML_DIR)
-    ap.add_argument("--corpus-list", default=DEFAULT_CORPUS_LIST,
-                    help="file list to compare with the glob (full-corpus mode)")
-    ap.add_argument("--files", nargs="+", metavar="FILE",
-                    help="restrict the corpus to these file names (no corpus-list comparison)")
-    ap.add_argument("--splits", default="calibration,test",
-                    help="comma-separated splits that must be present (default: calibration,test)")
+    ap.add_argument(
+        "--corpus-list",
+        default=DEFAULT_CORPUS_LIST,
+        help="file list to compare with the glob (full-corpus mode)",
+    )
+    ap.add_argument(
+        "--files",
+        nargs="+",
+        metavar="FILE",
+        help="restrict the corpus to these file names (no corpus-list comparison)",
+    )
+    ap.add_argument(
+        "--splits",
+        default="calibration,test",
+        help="comma-separated splits that must be present (default: calibration,test)",
+    )
     ap.add_argument("--list-sections", action="store_true", help="print every collected section id")
     args = ap.parse_args(argv)
 
@@ -303,7 +318,7 @@ def main(argv=None):
     else:
         files = glob_corpus(args.html_dir)
         try:
-            listed = [l.strip() for l in open(args.corpus_list, encoding="utf-8") if l.strip()]
+            listed = [ln.strip() for ln in open(args.corpus_list, encoding="utf-8") if ln.strip()]
         except OSError as e:
             listed = None
             errors.append(f"cannot read corpus list {args.corpus_list}: {e}")

@@ -25,7 +25,7 @@ $roles$;
 -- ---------------------------------------------------------------- tenants and membership
 CREATE TABLE rag.tenant (
     tenant text PRIMARY KEY
-        CONSTRAINT tenant_name_format CHECK (tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+    CONSTRAINT tenant_name_format CHECK (tenant ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
     ts_config regconfig NOT NULL DEFAULT 'pg_catalog.english',
     model text,
     gate jsonb NOT NULL DEFAULT '{}',
@@ -120,7 +120,7 @@ CREATE TABLE rag.ask_log (
     model text,
     query_embedding_supplied boolean NOT NULL,
     query_embedding public.vector(384),
-    chunk_ids bigint [] NOT NULL,
+    chunk_ids bigint[] NOT NULL,
     status text NOT NULL,
     reason text,
     answer text,
@@ -161,5 +161,5 @@ CREATE TYPE rag.chunk_input AS (
     title text,
     content text,
     token_count integer,
-    embedding public.vector(384)
+    embedding public.vector (384)
 );

@@ -120,4 +120,6 @@ def fresh_db(pg) -> Iterator[str]:
 
 
 def sqlstate_of(excinfo) -> str | None:
-    return getattr(excinfo.value, "sqlstate", None) or getattr(getattr(excinfo.value, "diag", None), "sqlstate", None)
+    return getattr(excinfo.value, "sqlstate", None) or getattr(
+        getattr(excinfo.value, "diag", None), "sqlstate", None
+    )

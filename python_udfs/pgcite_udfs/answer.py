@@ -1,7 +1,8 @@
 """Sentence-level scoring for extractive answers.
 
 Every sentence of the top passages is scored against the question by MiniLM cosine similarity plus the share
-of the question's content words it contains. The database picks the quotes from these scores and verifies them.
+of the question's content words it contains. The database picks the quotes from these scores and
+verifies them.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ STOPWORDS = frozenset(
     """a an and are as at be by can could do does did for from how i if in into is it its me my of on or
     should so than that the their them then there these this those to was were what when where which who
     whom why will with would you your we our us use used using about after before between both each few
-    more most other some such only own same too very just also any all not no nor one get make want need""".split()
+    more most other some such only own same too very just also any all not no nor one get make want
+    need""".split()
 )
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")

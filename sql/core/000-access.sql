@@ -1,40 +1,36 @@
 -- Access: who may see which tenant. Everything else asks these functions.
 
--- The tenants the current role may read: those it is a member of (directly or through role grants),
--- or every tenant for pgcite_admin. SECURITY DEFINER because it reads rag.tenant_member for the caller,
--- who may not see membership rows of other roles; it returns only the caller's own tenants.
+-- The tenants the current role may read. Row level security on rag.tenant decides (member of the tenant
+-- through rag.tenant_member, directly or through role grants, or pgcite_admin); superusers see all.
 CREATE OR REPLACE FUNCTION rag._my_tenants()
-RETURNS text []
+RETURNS text[]
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.array_agg(t.tenant), '{}') FROM rag.tenant AS t
+$fn$;
+COMMENT ON FUNCTION rag._my_tenants() IS
+'Internal: tenants the current role may read (all tenants for pgcite_admin). Used by row level security.';
+
+-- Whether a tenant exists at all, visible or not. SECURITY DEFINER so that a non-member is told
+-- "not a member" (42501) rather than "does not exist"; it reveals nothing else.
+CREATE OR REPLACE FUNCTION rag._tenant_exists(p_tenant text)
+RETURNS boolean
 LANGUAGE sql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE
-        WHEN pg_catalog.pg_has_role(current_user, 'pgcite_admin', 'MEMBER')
-            THEN (SELECT coalesce(pg_catalog.array_agg(t.tenant), '{}') FROM rag.tenant AS t)
-        ELSE (
-            SELECT coalesce(pg_catalog.array_agg(DISTINCT m.tenant), '{}')
-            FROM rag.tenant_member AS m
-            WHERE
-                EXISTS (SELECT FROM pg_catalog.pg_roles AS r WHERE r.rolname = m.member)
-                AND pg_catalog.pg_has_role(current_user, m.member, 'MEMBER')
-        )
-    END
+    SELECT EXISTS (SELECT FROM rag.tenant AS t WHERE t.tenant = p_tenant)
 $fn$;
-REVOKE ALL ON FUNCTION rag._my_tenants() FROM PUBLIC;
-COMMENT ON FUNCTION rag._my_tenants() IS
-'Internal: tenants the current role may read (all tenants for pgcite_admin). Used by row level security.';
+COMMENT ON FUNCTION rag._tenant_exists(text) IS 'Internal: true when the tenant exists (whoever may read it).';
 
--- Raises 42704 for an unknown tenant and 42501 for a tenant the caller is not a member of.
--- Unknown and forbidden are told apart only for roles that could see the tenant exists anyway
--- (admins); for everyone else a tenant they cannot read is reported as not found or forbidden
--- as documented in docs/errors.md.
+-- The tenant row, or 42704 for an unknown tenant and 42501 for one the caller is not a member of.
 CREATE OR REPLACE FUNCTION rag._require_tenant(p_tenant text)
 RETURNS rag.tenant
 LANGUAGE plpgsql
 STABLE
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
@@ -46,22 +42,21 @@ BEGIN
             MESSAGE = 'tenant must not be NULL';
     END IF;
     SELECT * INTO t FROM rag.tenant WHERE tenant = p_tenant;
-    IF NOT found THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'undefined_object',
-            MESSAGE = pg_catalog.format('tenant "%s" does not exist', p_tenant),
-            HINT = 'Create it with rag.create_tenant(tenant).';
+    IF found THEN
+        RETURN t;
     END IF;
-    IF NOT (p_tenant = ANY (rag._my_tenants())) THEN
+    IF rag._tenant_exists(p_tenant) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'insufficient_privilege',
             MESSAGE = pg_catalog.format('role "%s" is not a member of tenant "%s"', current_user, p_tenant),
             HINT = 'An admin grants access with rag.grant_tenant(tenant, role).';
     END IF;
-    RETURN t;
+    RAISE EXCEPTION USING
+        ERRCODE = 'undefined_object',
+        MESSAGE = pg_catalog.format('tenant "%s" does not exist', p_tenant),
+        HINT = 'Create it with rag.create_tenant(tenant).';
 END
 $fn$;
-REVOKE ALL ON FUNCTION rag._require_tenant(text) FROM PUBLIC;
 COMMENT ON FUNCTION rag._require_tenant(text) IS
 'Internal: the tenant row, or 42704 (unknown tenant) / 42501 (caller is not a member).';
 

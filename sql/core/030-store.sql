@@ -38,11 +38,9 @@ COMMENT ON FUNCTION rag._check_document(text, text, text) IS
 'Internal: validates tenant, key and body of a document before anything is written.';
 
 -- Claims the tenant's embedding model on first use; a different model later is an error.
--- SECURITY DEFINER: writers may not update rag.tenant otherwise.
 CREATE OR REPLACE FUNCTION rag._claim_model(p_tenant text, p_model text)
 RETURNS void
 LANGUAGE plpgsql
-SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
@@ -60,8 +58,6 @@ BEGIN
     END IF;
 END
 $fn$;
-REVOKE ALL ON FUNCTION rag._claim_model(text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION rag._claim_model(text, text) TO pgcite_writer;
 COMMENT ON FUNCTION rag._claim_model(text, text) IS
 'Internal: records the tenant''s embedding model on first ingest; 55000 if a different one is used later.';
 
@@ -112,7 +108,7 @@ COMMENT ON FUNCTION rag._lock_document(text, text, bytea) IS
 
 CREATE OR REPLACE FUNCTION rag._store_version(
     p_tenant text, p_doc_key text, p_hash bytea, p_format text, p_title text, p_source_url text,
-    p_metadata jsonb, p_empty_sections integer, p_model text, p_chunks rag.chunk_input []
+    p_metadata jsonb, p_empty_sections integer, p_model text, p_chunks rag.chunk_input[]
 )
 RETURNS TABLE (doc_key text, version integer, status text, chunks integer, empty_sections integer)
 LANGUAGE plpgsql
@@ -181,7 +177,7 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._store_version(
-    text, text, bytea, text, text, text, jsonb, integer, text, rag.chunk_input []
+    text, text, bytea, text, text, text, jsonb, integer, text, rag.chunk_input[]
 ) IS
 'Internal: writes a new document version and its chunks, retiring the previous version. Caller holds the lock.';
 

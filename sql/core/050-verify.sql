@@ -18,7 +18,7 @@ $fn$;
 COMMENT ON FUNCTION rag._quote_pattern(text) IS
 'Internal: a regular expression that finds a quote in a text whatever its white space.';
 
-CREATE OR REPLACE FUNCTION rag.verify(answer_text text, cited jsonb, retrieved bigint [])
+CREATE OR REPLACE FUNCTION rag.verify(answer_text text, cited jsonb, retrieved bigint[])
 RETURNS TABLE (answer text, citations jsonb, status text, reason text)
 LANGUAGE plpgsql
 STABLE
@@ -86,9 +86,9 @@ BEGIN
     RETURN QUERY SELECT pg_catalog.btrim(out_answer), checked, 'answered'::text, NULL::text;
 END
 $fn$;
-COMMENT ON FUNCTION rag.verify(text, jsonb, bigint []) IS
+COMMENT ON FUNCTION rag.verify(text, jsonb, bigint[]) IS
 'Checks an answer against the chunks retrieved for it: keeps cited entries {n, chunk_id, quote} whose chunk is in '
 'retrieved and whose quote occurs in it (white space normalised), with exact offsets; drops the rest and their '
 '[n] markers. No verified citation left: status abstained, reason no_verifiable_quote.';
 
-GRANT EXECUTE ON FUNCTION rag.verify(text, jsonb, bigint []) TO pgcite_reader;
+GRANT EXECUTE ON FUNCTION rag.verify(text, jsonb, bigint[]) TO pgcite_reader;

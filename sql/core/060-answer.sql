@@ -42,7 +42,7 @@ COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
 CREATE OR REPLACE FUNCTION rag._answer(
     p_question text, p_tenant text, p_k integer, p_qemb public.vector, p_options jsonb
 )
-RETURNS TABLE (status text, answer text, reason text, citations jsonb, evidence jsonb, chunk_ids bigint [])
+RETURNS TABLE (status text, answer text, reason text, citations jsonb, evidence jsonb, chunk_ids bigint[])
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp

@@ -34,6 +34,7 @@ DECLARE
     t rag.tenant;
     qemb public.vector;
     r record;
+    ids bigint [] := '{}';
     read_only boolean := pg_catalog.pg_is_in_recovery()
         OR pg_catalog.current_setting('transaction_read_only') = 'on';
     timings jsonb;
@@ -62,6 +63,7 @@ BEGIN
         reason := r.reason;
         citations := r.citations;
         evidence := r.evidence;
+        ids := r.chunk_ids;
     END IF;
     t2 := pg_catalog.clock_timestamp();
     timings := pg_catalog.jsonb_build_object(
@@ -82,7 +84,7 @@ BEGIN
         VALUES (
             ask.tenant, 0, current_user, t0, coalesce(ask.question, ''), ask.k, coalesce(ask.options, '{}'),
             rag._answer_settings(), t.model, ask.query_embedding IS NOT NULL, qemb,
-            coalesce(r.chunk_ids, '{}'), status, reason, answer, citations, evidence, timings,
+            ids, status, reason, answer, citations, evidence, timings,
             evidence ->> 'fingerprint', ''::bytea
         )
         RETURNING l.ask_id INTO ask_id;

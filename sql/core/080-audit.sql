@@ -83,10 +83,10 @@ COMMENT ON FUNCTION rag.verify_log(text) IS
 'Walks a tenant''s audit log in order and recomputes every hash: ok, entries checked, and the first entry '
 'whose content, order or link was altered.';
 
-CREATE OR REPLACE FUNCTION rag.replay(ask_id bigint)
+CREATE OR REPLACE FUNCTION rag.replay(ask bigint)
 RETURNS TABLE (
     ask_id bigint, identical boolean, fingerprint_then text, fingerprint_now text,
-    chunks_then bigint [], chunks_now bigint [], citations_identical boolean, status_then text, status_now text
+    chunks_then bigint[], chunks_now bigint[], citations_identical boolean, status_then text, status_now text
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -97,11 +97,11 @@ DECLARE
     s record;
     r record;
 BEGIN
-    SELECT a.* INTO l FROM rag.ask_log AS a WHERE a.ask_id = replay.ask_id;
+    SELECT a.* INTO l FROM rag.ask_log AS a WHERE a.ask_id = replay.ask;
     IF NOT found THEN
         RAISE EXCEPTION USING
             ERRCODE = 'undefined_object',
-            MESSAGE = pg_catalog.format('ask %s not found', replay.ask_id),
+            MESSAGE = pg_catalog.format('ask %s not found', replay.ask),
             HINT = 'Only asks of tenants you are a member of can be replayed.';
     END IF;
     PERFORM rag._require_tenant(l.tenant);

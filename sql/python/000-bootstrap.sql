@@ -50,7 +50,9 @@ import sys
 site = plpy.execute("SELECT rag._python_init() AS s")[0]["s"]
 from pgcite_udfs import embed
 return json.dumps({"python": sys.version.split()[0], "executable": sys.executable, "site_packages": site,
-                   "model": embed.MODEL_NAME, "model_loaded": "model" in GD})
+                   "model": embed.MODEL_NAME, "model_loaded": "model" in GD,
+                   "embedded_texts": GD.get("embedded_texts", 0)})
 $fn$;
 COMMENT ON FUNCTION rag.python_info() IS
-'The Python that PL/Python embeds, the DB-side venv in use and whether this backend has loaded the model.';
+'The Python that PL/Python embeds, the DB-side venv in use, whether this backend has loaded the model and how '
+'many texts it has embedded.';

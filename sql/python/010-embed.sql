@@ -5,7 +5,7 @@ RETURNS public.vector(384)
 LANGUAGE plpython3u
 STABLE
 STRICT
-PARALLEL SAFE
+PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 if "pgcite_site" not in GD:
@@ -17,7 +17,7 @@ COMMENT ON FUNCTION rag.embed(text) IS
 'The all-MiniLM-L6-v2 embedding (384 dims, normalised) of a text, computed in this backend. '
 'Use rag.embed_many for many texts: one batched call is much faster than one call per row.';
 
-CREATE OR REPLACE FUNCTION rag.embed_many(contents text [])
+CREATE OR REPLACE FUNCTION rag.embed_many(contents text[])
 RETURNS TABLE (ord integer, embedding public.vector(384))
 LANGUAGE plpython3u
 STABLE
@@ -29,10 +29,10 @@ if "pgcite_site" not in GD:
 from pgcite_udfs import udf
 return list(enumerate(udf.embed_texts(plpy, GD, contents), start=1))
 $fn$;
-COMMENT ON FUNCTION rag.embed_many(text []) IS
+COMMENT ON FUNCTION rag.embed_many(text[]) IS
 'Embeddings of many texts in batches; ord is the 1-based position in the input array (NULL in, NULL out).';
 
 GRANT EXECUTE ON FUNCTION rag.embed(text) TO pgcite_reader;
-GRANT EXECUTE ON FUNCTION rag.embed_many(text []) TO pgcite_reader;
+GRANT EXECUTE ON FUNCTION rag.embed_many(text[]) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag._python_init() TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.python_info() TO pgcite_reader;

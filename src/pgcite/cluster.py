@@ -36,10 +36,14 @@ def pg_bindir() -> Path:
         for parent in here.parents:
             script = parent / "scripts" / "pg_config.sh"
             if script.exists():
-                pg_config = subprocess.run([str(script)], capture_output=True, text=True, check=True).stdout.strip()
+                pg_config = subprocess.run(
+                    [str(script)], capture_output=True, text=True, check=True
+                ).stdout.strip()
                 break
     if not pg_config:
-        candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_config"), key=lambda p: int(p.parts[-3]))
+        candidates = sorted(
+            Path("/usr/lib/postgresql").glob("*/bin/pg_config"), key=lambda p: int(p.parts[-3])
+        )
         if not candidates:
             raise ClusterError("no PostgreSQL server found; run `make setup`")
         pg_config = str(candidates[-1])
@@ -116,7 +120,10 @@ class Cluster:
     def running(self) -> bool:
         if not self.exists():
             return False
-        return _run([str(pg_bindir() / "pg_ctl"), "-D", str(self.datadir), "status"], check=False).returncode == 0
+        return (
+            _run([str(pg_bindir() / "pg_ctl"), "-D", str(self.datadir), "status"], check=False).returncode
+            == 0
+        )
 
     def init(self, db_venv: str | None = None, port: int | None = None) -> None:
         """initdb (first time only) with pgcite's settings in postgresql.pgcite.conf."""
@@ -134,8 +141,21 @@ class Cluster:
             pw = pwd.getpwnam("postgres")
             for p in (base, self.sockdir):
                 os.chown(p, pw.pw_uid, pw.pw_gid)
-        _run([str(pg_bindir() / "initdb"), "-D", str(self.datadir), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-              "--locale=C.UTF-8", "--no-sync"])
+        _run(
+            [
+                str(pg_bindir() / "initdb"),
+                "-D",
+                str(self.datadir),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--no-sync",
+            ]
+        )
         venv = db_venv or os.environ.get("PGCITE_DB_VENV", DEFAULT_DB_VENV)
         settings = {
             "port": str(port or free_port()),
@@ -149,14 +169,31 @@ class Cluster:
             "logging_collector": "off",
         }
         conf = "".join(f"{k} = {v}\n" for k, v in settings.items())
-        _run(["sh", "-c", f"cat > '{self.datadir}/postgresql.pgcite.conf' <<'EOF'\n{conf}EOF\n"
-              f"echo \"include = 'postgresql.pgcite.conf'\" >> '{self.datadir}/postgresql.conf'"])
+        _run(
+            [
+                "sh",
+                "-c",
+                f"cat > '{self.datadir}/postgresql.pgcite.conf' <<'EOF'\n{conf}EOF\n"
+                f"echo \"include = 'postgresql.pgcite.conf'\" >> '{self.datadir}/postgresql.conf'",
+            ]
+        )
 
     def start(self, timeout: float = 60) -> None:
         if self.running():
             return
-        _run([str(pg_bindir() / "pg_ctl"), "-D", str(self.datadir), "-l", str(self.logfile), "-w",
-              "-t", str(int(timeout)), "start"])
+        _run(
+            [
+                str(pg_bindir() / "pg_ctl"),
+                "-D",
+                str(self.datadir),
+                "-l",
+                str(self.logfile),
+                "-w",
+                "-t",
+                str(int(timeout)),
+                "start",
+            ]
+        )
 
     def stop(self) -> None:
         if self.running():

