@@ -67,7 +67,7 @@ def _token_counter(GD):
 
 
 def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
-    """rag._parse: JSON {format, title, sections_found, empty_sections, chunks: [...]}, or a clear error."""
+    """rag._parse: JSON {format, title, sections_found, empty_sections, chunks: [...]} or {error: {...}}."""
     from .chunking import InputError
     from .chunking import parse as parse_document
 
@@ -78,7 +78,10 @@ def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
     try:
         result = parse_document(body, fmt, max_tokens=max_tokens, overlap=overlap, count_tokens=counter)
     except InputError as e:
-        plpy.error(str(e), detail=e.detail, hint=e.hint, sqlstate=e.sqlstate)
+        # returned, not raised: rag._parsed raises it from PL/pgSQL with a clean message
+        return json.dumps(
+            {"error": {"sqlstate": e.sqlstate, "message": str(e), "detail": e.detail, "hint": e.hint}}
+        )
     return json.dumps(
         {
             "format": result.format,
@@ -98,14 +101,6 @@ def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
             ],
         }
     )
-
-
-def chunk_rows(plpy, GD, body: str, fmt: str, max_tokens: int = 256, overlap: int = 32):
-    """Rows for rag.chunk_html / chunk_markdown / chunk_text."""
-    doc = json.loads(parse(plpy, GD, body, fmt, max_tokens, overlap))
-    return [
-        (c["chunk_index"], c["anchor"], c["section_path"], c["title"], c["content"]) for c in doc["chunks"]
-    ]
 
 
 def score_sentences(plpy, GD, question: str, query_vec: str, passages_json: str) -> str:

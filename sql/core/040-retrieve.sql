@@ -140,10 +140,10 @@ DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
     corrected text := rag._correct_question(p_tenant, p_question);
     q tsquery := rag._fts_query(t.ts_config, corrected);
-    rrf_k float8 := rag._setting('pgcite.rrf_k', 60);
+    rrf_k float8 := rag._setting('pgcite.rrf_k', 5);
     w_vec float8 := rag._setting('pgcite.weight_vector', 1.0);
-    w_fts float8 := rag._setting('pgcite.weight_fts', 1.0);
-    w_trgm float8 := rag._setting('pgcite.weight_trgm', 0.5);
+    w_fts float8 := rag._setting('pgcite.weight_fts', 0.2);
+    w_trgm float8 := rag._setting('pgcite.weight_trgm', 0.1);
     min_title float8 := rag._setting('pgcite.min_title_similarity', 0.5);
     exact_limit bigint := rag._setting('pgcite.exact_search_limit', 20000)::bigint;
     n_active bigint;

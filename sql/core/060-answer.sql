@@ -1,6 +1,7 @@
 -- Answer: retrieve -> gate -> pick verbatim sentences -> compose "quote [n]" -> verify -> log.
 
--- Gate thresholds of a tenant: calibrated values (rag.calibrate) over settings over built-in defaults.
+-- The gate's threshold for a tenant: calibrated (rag.calibrate) over the setting over the default.
+-- The gate score is the mean of the evidence signals (see rag._answer), so one threshold suffices.
 CREATE OR REPLACE FUNCTION rag._gate_thresholds(p_tenant rag.tenant)
 RETURNS jsonb
 LANGUAGE sql
@@ -8,17 +9,16 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT pg_catalog.jsonb_build_object(
-        'min_similarity', coalesce((p_tenant.gate ->> 'min_similarity')::float8,
-            rag._setting('pgcite.min_similarity', 0.45)),
-        'min_coverage', coalesce((p_tenant.gate ->> 'min_coverage')::float8,
-            rag._setting('pgcite.min_coverage', 0.5)),
-        'min_sentence', coalesce((p_tenant.gate ->> 'min_sentence')::float8,
-            rag._setting('pgcite.min_sentence_similarity', 0.4)),
-        'source', CASE WHEN p_tenant.gate ? 'min_similarity' THEN 'calibrated' ELSE 'default' END
+        'min_score', coalesce((p_tenant.gate ->> 'min_score')::float8, rag._setting('pgcite.min_score', 0.5)),
+        'source', CASE
+            WHEN p_tenant.gate ? 'min_score' THEN 'calibrated'
+            WHEN coalesce(pg_catalog.current_setting('pgcite.min_score', true), '') <> '' THEN 'setting'
+            ELSE 'default'
+        END
     )
 $fn$;
 COMMENT ON FUNCTION rag._gate_thresholds(rag.tenant) IS
-'Internal: the thresholds the gate uses for a tenant (calibrated, else pgcite.min_* settings, else defaults).';
+'Internal: the gate threshold of a tenant (calibrated, else setting pgcite.min_score, else 0.5).';
 
 -- Sentences of the passages scored lexically in SQL: the fallback when pgcite_python is not installed.
 CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)
@@ -55,12 +55,14 @@ DECLARE
     max_quotes integer := coalesce((p_options ->> 'max_quotes')::integer, 2);
     n_passages integer := coalesce((p_options ->> 'passages')::integer, 3);
     margin float8 := coalesce((p_options ->> 'quote_margin')::float8, 0.08);
+    rank_penalty float8 := coalesce((p_options ->> 'rank_penalty')::float8, 0.1);
     ranked jsonb;
     ids bigint [];
     n_visible bigint;
     best_sim float8;
     coverage float8;
     best_sentence float8;
+    gate_score float8;
     passages jsonb;
     scored jsonb;
     picked jsonb;
@@ -123,19 +125,16 @@ BEGIN
         scored := rag._lexical_sentences(t.ts_config, q, passages);
     END IF;
 
-    -- Gate: every signal must reach its threshold.
-    IF best_sim IS NULL OR best_sim < (thresholds ->> 'min_similarity')::float8 THEN
-        failed := failed || 'similarity'::text;
-    END IF;
-    IF coverage < (thresholds ->> 'min_coverage')::float8 THEN
-        failed := failed || 'coverage'::text;
-    END IF;
-    IF best_sentence IS NOT NULL AND best_sentence < (thresholds ->> 'min_sentence')::float8 THEN
-        failed := failed || 'sentence'::text;
+    -- Gate: the score is the mean of the signals that exist (similarity of the best chunk, share of the
+    -- question's words in the top passages, similarity of the best sentence); it must reach min_score.
+    gate_score := round(((coalesce(best_sim, 0) + coverage + coalesce(best_sentence, 0))
+        / CASE WHEN best_sentence IS NULL THEN 2 ELSE 3 END)::numeric, 6)::float8;
+    IF gate_score < (thresholds ->> 'min_score')::float8 THEN
+        failed := failed || 'score'::text;
     END IF;
     gate := pg_catalog.jsonb_build_object(
         'signals', pg_catalog.jsonb_build_object(
-            'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
+            'score', gate_score, 'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
             'sentence', round(best_sentence::numeric, 6)),
         'thresholds', thresholds, 'failed', pg_catalog.to_jsonb(failed), 'passed', failed = '{}',
         'corrected_question', corrected);
@@ -153,11 +152,16 @@ BEGIN
     END IF;
 
     -- The best sentence, and those within margin of it, as verbatim quotes; sources numbered in order.
-    WITH s AS (
-        SELECT e.value AS j, (e.value ->> 'score')::float8 AS score, (e.value ->> 'chunk_id')::bigint AS chunk_id,
+    -- A sentence's score is lowered by rank_penalty for each rank its chunk stands below the first, so the
+    -- best-ranked source leads unless another has a clearly better sentence.
+    WITH s0 AS (
+        SELECT e.value AS j, (e.value ->> 'chunk_id')::bigint AS chunk_id,
             pg_catalog.array_position(ids, (e.value ->> 'chunk_id')::bigint) AS chunk_rank,
-            coalesce((e.value ->> 'start')::integer, 0) AS start
+            coalesce((e.value ->> 'start')::integer, 0) AS start, (e.value ->> 'score')::float8 AS raw
         FROM pg_catalog.jsonb_array_elements(scored) AS e
+    ),
+    s AS (
+        SELECT s0.*, round((s0.raw - rank_penalty * (s0.chunk_rank - 1))::numeric, 6)::float8 AS score FROM s0
     ),
     best AS (
         SELECT s.*, pg_catalog.row_number() OVER (ORDER BY s.score DESC, s.chunk_rank, s.start) AS r

@@ -11,7 +11,7 @@ AS $fn$
     FROM pg_catalog.unnest(ARRAY[
         'pgcite.model', 'pgcite.rrf_k', 'pgcite.weight_vector', 'pgcite.weight_fts', 'pgcite.weight_trgm',
         'pgcite.min_title_similarity', 'pgcite.exact_search_limit', 'pgcite.typo_similarity',
-        'pgcite.min_similarity', 'pgcite.min_coverage', 'pgcite.min_sentence_similarity'
+        'pgcite.min_score'
     ]) AS s (name)
     WHERE coalesce(pg_catalog.current_setting(s.name, true), '') <> ''
 $fn$;
@@ -95,6 +95,6 @@ $fn$;
 COMMENT ON FUNCTION rag.ask(text, text, integer, public.vector, jsonb) IS
 'Answers a question from a tenant''s corpus with verified verbatim quotes, or abstains with a reason '
 '(empty_question, no_relevant_sources, no_verifiable_quote). Always one row; logged to rag.ask_log. '
-'options: max_quotes (2), passages (3), quote_margin (0.08).';
+'options: max_quotes (2), passages (3), quote_margin (0.08), rank_penalty (0.1).';
 
 GRANT EXECUTE ON FUNCTION rag.ask(text, text, integer, public.vector, jsonb) TO pgcite_reader;

@@ -16,7 +16,7 @@ BEGIN
             AND p.prorettype <> 'trigger'::regtype AND p.proname <> '_apply_grants'
     LOOP
         EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-        IF f::text LIKE 'rag._store_version(%' OR f::text LIKE 'rag._claim_model(%' OR f::text LIKE 'rag._parse(%' THEN
+        IF f::text LIKE 'rag._store_version(%' OR f::text LIKE 'rag._claim_model(%' THEN
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_writer', f);
         ELSE
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_reader', f);

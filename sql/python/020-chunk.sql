@@ -12,19 +12,51 @@ from pgcite_udfs import udf
 return udf.parse(plpy, GD, body, format, max_tokens, overlap)
 $fn$;
 COMMENT ON FUNCTION rag._parse(text, text, integer, integer) IS
-'Internal: parses a document into sections and chunks: {format, title, sections_found, empty_sections, chunks}.';
+'Internal: parses a document: {format, title, sections_found, empty_sections, chunks} or {error}.';
+
+-- The parsed document, or the parser's complaint raised with its SQLSTATE, DETAIL and HINT.
+CREATE OR REPLACE FUNCTION rag._parsed(body text, format text, max_tokens integer, overlap integer)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    doc jsonb := rag._parse(body, format, max_tokens, overlap);
+    err jsonb := doc -> 'error';
+BEGIN
+    IF err IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = err ->> 'sqlstate',
+            MESSAGE = err ->> 'message',
+            DETAIL = coalesce(err ->> 'detail', ''),
+            HINT = coalesce(err ->> 'hint', '');
+    END IF;
+    RETURN doc;
+END
+$fn$;
+COMMENT ON FUNCTION rag._parsed(text, text, integer, integer) IS
+'Internal: rag._parse, raising its error (22023 empty or mismatched format, 22P02 binary) when there is one.';
+
+CREATE OR REPLACE FUNCTION rag._chunk_rows(body text, format text, max_tokens integer, overlap integer)
+RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT (c ->> 'chunk_index')::integer, c ->> 'anchor', c ->> 'section_path', c ->> 'title', c ->> 'content'
+    FROM pg_catalog.jsonb_array_elements(rag._parsed(body, format, max_tokens, overlap) -> 'chunks') AS c
+$fn$;
+COMMENT ON FUNCTION rag._chunk_rows(text, text, integer, integer) IS 'Internal: the chunks of a document as rows.';
 
 CREATE OR REPLACE FUNCTION rag.chunk_html(html text)
 RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)
-LANGUAGE plpython3u
+LANGUAGE sql
 STABLE
 STRICT
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-if "pgcite_site" not in GD:
-    plpy.execute("SELECT rag._python_init()")
-from pgcite_udfs import udf
-return udf.chunk_rows(plpy, GD, html, "html")
+    SELECT * FROM rag._chunk_rows(html, 'html', 256, 32)
 $fn$;
 COMMENT ON FUNCTION rag.chunk_html(text) IS
 'The chunks rag.ingest makes of an HTML document: one per section (DocBook div.sect1/2/3 and headings), '
@@ -32,33 +64,32 @@ COMMENT ON FUNCTION rag.chunk_html(text) IS
 
 CREATE OR REPLACE FUNCTION rag.chunk_markdown(md text)
 RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)
-LANGUAGE plpython3u
+LANGUAGE sql
 STABLE
 STRICT
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-if "pgcite_site" not in GD:
-    plpy.execute("SELECT rag._python_init()")
-from pgcite_udfs import udf
-return udf.chunk_rows(plpy, GD, md, "markdown")
+    SELECT * FROM rag._chunk_rows(md, 'markdown', 256, 32)
 $fn$;
 COMMENT ON FUNCTION rag.chunk_markdown(text) IS
 'The chunks rag.ingest makes of a Markdown document: split on headings, anchor = heading slug.';
 
 CREATE OR REPLACE FUNCTION rag.chunk_text(txt text, max_tokens integer DEFAULT 256, overlap integer DEFAULT 32)
 RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)
-LANGUAGE plpython3u
+LANGUAGE plpgsql
 STABLE
 STRICT
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-if max_tokens < 16 or max_tokens > 256 or overlap < 0 or overlap >= max_tokens:
-    plpy.error("max_tokens must be between 16 and 256 and overlap between 0 and max_tokens - 1",
-               detail="got max_tokens=%d, overlap=%d" % (max_tokens, overlap), sqlstate="22023")
-if "pgcite_site" not in GD:
-    plpy.execute("SELECT rag._python_init()")
-from pgcite_udfs import udf
-return udf.chunk_rows(plpy, GD, txt, "text", max_tokens, overlap)
+BEGIN
+    IF max_tokens NOT BETWEEN 16 AND 256 OR overlap < 0 OR overlap >= max_tokens / 2 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('max_tokens must be 16..256 and overlap 0..max_tokens/2 - 1, not %s and %s',
+                max_tokens, overlap);
+    END IF;
+    RETURN QUERY SELECT * FROM rag._chunk_rows(txt, 'text', max_tokens, overlap);
+END
 $fn$;
 COMMENT ON FUNCTION rag.chunk_text(text, integer, integer) IS
 'Plain text in windows of max_tokens MiniLM word pieces (at most 256) overlapping by overlap word pieces.';
@@ -66,4 +97,3 @@ COMMENT ON FUNCTION rag.chunk_text(text, integer, integer) IS
 GRANT EXECUTE ON FUNCTION rag.chunk_html(text) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.chunk_markdown(text) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.chunk_text(text, integer, integer) TO pgcite_reader;
-GRANT EXECUTE ON FUNCTION rag._parse(text, text, integer, integer) TO pgcite_writer;

@@ -31,7 +31,7 @@ BEGIN
         RETURN;
     END IF;
 
-    parsed := rag._parse(ingest.body, fmt, 256, 32);
+    parsed := rag._parsed(ingest.body, fmt, 256, 32);
 
     -- Embeddings: reuse the stored one for a text this tenant already embedded with this model,
     -- embed the rest in one batched call.

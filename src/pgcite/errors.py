@@ -87,8 +87,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         InvalidParameter,
         "an invalid argument: k outside 1..100, wrong embedding dimensions, unknown format, empty document",
     ),
-    "22004": ErrorCode("null_value_not_allowed", InvalidParameter, "a NULL (or empty) tenant, doc_key or member"),
-    "22P02": ErrorCode("invalid_text_representation", InvalidParameter, "input that is not valid text (binary data)"),
+    "22004": ErrorCode(
+        "null_value_not_allowed", InvalidParameter, "a NULL (or empty) tenant, doc_key or member"
+    ),
+    "22P02": ErrorCode(
+        "invalid_text_representation", InvalidParameter, "input that is not valid text (binary data)"
+    ),
     "54000": ErrorCode(
         "program_limit_exceeded",
         LimitExceeded,

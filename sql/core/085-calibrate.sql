@@ -1,0 +1,155 @@
+-- Calibrate: run labelled questions, choose the gate threshold that separates answerable from unanswerable
+-- ones, store it for the tenant. Midpoint of the gap when they separate; otherwise the threshold with the
+-- lowest cost, where a wrong answer costs false_answer_cost (default 2) wrong abstentions (ties: fewer wrong
+-- answers, then the higher threshold), reported with the overlap.
+
+CREATE OR REPLACE FUNCTION rag.calibrate(tenant text, questions jsonb, false_answer_cost float8 DEFAULT 2)
+RETURNS TABLE (
+    id text, kind text, answerable boolean, score float8, similarity float8, coverage float8, sentence float8,
+    top_anchor text, expected_in_top_k boolean, answered_at_threshold boolean
+)
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    t rag.tenant := rag._require_tenant(calibrate.tenant);
+    q jsonb;
+    qemb public.vector;
+    r record;
+    n integer;
+    i integer := 0;
+    threshold float8;
+    min_answerable float8;
+    max_unanswerable float8;
+    best record;
+    decided jsonb;
+BEGIN
+    IF calibrate.questions IS NULL OR pg_catalog.jsonb_typeof(calibrate.questions) <> 'array' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'questions must be a JSON array',
+            HINT = 'Each element: {"id": "q1", "question": "...", "expect": ["ANCHOR"], '
+                || '"kind": "answerable" | "typo" | "out_of_corpus"}.';
+    END IF;
+    IF EXISTS (
+        SELECT FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e
+        WHERE pg_catalog.jsonb_typeof(e) <> 'object' OR coalesce(e ->> 'question', '') = ''
+            OR coalesce(e ->> 'kind', '') NOT IN ('answerable', 'typo', 'out_of_corpus')
+    ) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'every question needs a non-empty "question" and a "kind" of answerable, typo or out_of_corpus';
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e
+                   WHERE e ->> 'kind' <> 'out_of_corpus')
+        OR NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e
+                       WHERE e ->> 'kind' = 'out_of_corpus') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'calibration needs both answerable and out_of_corpus questions';
+    END IF;
+    IF calibrate.false_answer_cost IS NULL OR calibrate.false_answer_cost <= 0 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'false_answer_cost must be a positive number (a wrong answer costs that many wrong abstentions)';
+    END IF;
+    n := pg_catalog.jsonb_array_length(calibrate.questions);
+
+    CREATE TEMP TABLE IF NOT EXISTS pg_temp.pgcite_calibration (
+        ord integer, id text, kind text, answerable boolean, score float8, similarity float8, coverage float8,
+        sentence float8, top_anchor text, expected_in_top_k boolean
+    ) ON COMMIT DROP;
+    TRUNCATE pg_temp.pgcite_calibration;
+
+    FOR q IN SELECT e FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e LOOP
+        i := i + 1;
+        qemb := rag._query_embedding(calibrate.tenant, q ->> 'question', NULL);
+        SELECT * INTO r FROM rag._answer(q ->> 'question', calibrate.tenant, 5, qemb, '{}');
+        INSERT INTO pg_temp.pgcite_calibration
+        SELECT i, coalesce(q ->> 'id', i::text), q ->> 'kind', q ->> 'kind' <> 'out_of_corpus',
+            (r.evidence -> 'gate' -> 'signals' ->> 'score')::float8,
+            (r.evidence -> 'gate' -> 'signals' ->> 'similarity')::float8,
+            (r.evidence -> 'gate' -> 'signals' ->> 'coverage')::float8,
+            (r.evidence -> 'gate' -> 'signals' ->> 'sentence')::float8,
+            r.evidence -> 'chunks' -> 0 ->> 'anchor',
+            EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(r.evidence -> 'chunks') AS c,
+                        pg_catalog.jsonb_array_elements_text(coalesce(q -> 'expect', '[]')) AS a
+                    WHERE c ->> 'anchor' = a);
+        IF i % 10 = 0 OR i = n THEN
+            RAISE NOTICE 'calibrate: % of % questions', i, n;
+        END IF;
+    END LOOP;
+
+    SELECT min(c.score) FILTER (WHERE c.answerable), max(c.score) FILTER (WHERE NOT c.answerable)
+    INTO min_answerable, max_unanswerable
+    FROM pg_temp.pgcite_calibration AS c;
+
+    IF min_answerable > max_unanswerable THEN
+        threshold := (min_answerable + max_unanswerable) / 2;
+    ELSE
+        -- candidate thresholds: midpoints between consecutive distinct scores, and the ends
+        SELECT y.th, y.fa, y.fn
+        INTO best
+        FROM (
+            SELECT x.th,
+                (SELECT count(*) FROM pg_temp.pgcite_calibration AS c
+                 WHERE c.answerable AND c.score < x.th) AS fa,
+                (SELECT count(*) FROM pg_temp.pgcite_calibration AS c
+                 WHERE NOT c.answerable AND c.score >= x.th) AS fn
+            FROM (
+                SELECT (s.score + coalesce(pg_catalog.lead(s.score) OVER (ORDER BY s.score), s.score + 0.001)) / 2
+                    AS th
+                FROM (SELECT DISTINCT c.score FROM pg_temp.pgcite_calibration AS c) AS s
+            ) AS x
+        ) AS y
+        ORDER BY y.fa + calibrate.false_answer_cost * y.fn, y.fn, y.th DESC
+        LIMIT 1;
+        threshold := best.th;
+    END IF;
+    threshold := round(threshold::numeric, 6)::float8;
+
+    decided := pg_catalog.jsonb_build_object(
+        'min_score', threshold,
+        'separable', min_answerable > max_unanswerable,
+        'gap', round((min_answerable - max_unanswerable)::numeric, 6),
+        'false_abstain', (SELECT count(*) FROM pg_temp.pgcite_calibration AS c WHERE c.answerable AND c.score < threshold),
+        'false_answer',
+        (SELECT count(*) FROM pg_temp.pgcite_calibration AS c WHERE NOT c.answerable AND c.score >= threshold),
+        'questions', n,
+        'false_answer_cost', calibrate.false_answer_cost,
+        'calibrated_on', (SELECT pg_catalog.jsonb_agg(c.id ORDER BY c.ord) FROM pg_temp.pgcite_calibration AS c),
+        'calibrated_at', pg_catalog.now(),
+        'calibrated_by', current_user
+    );
+    UPDATE rag.tenant AS tt SET gate = decided WHERE tt.tenant = calibrate.tenant;
+    IF NOT found THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = 'only pgcite_admin (or a superuser) can store a tenant''s calibration';
+    END IF;
+    IF min_answerable > max_unanswerable THEN
+        RAISE NOTICE 'calibrate: separable; gap % ; min_score = % (midpoint)',
+            round((min_answerable - max_unanswerable)::numeric, 4), threshold;
+    ELSE
+        RAISE NOTICE 'calibrate: overlap of % ; min_score = % (lowest cost: % wrong answers, % wrong abstentions)',
+            round((max_unanswerable - min_answerable)::numeric, 4), threshold,
+            decided ->> 'false_answer', decided ->> 'false_abstain';
+    END IF;
+    RAISE NOTICE 'calibrate: these questions must not be used to score this tenant (see rag.tenant.gate.calibrated_on)';
+
+    RETURN QUERY
+    SELECT c.id, c.kind, c.answerable, c.score, c.similarity, c.coverage, c.sentence, c.top_anchor,
+        c.expected_in_top_k, c.score >= threshold
+    FROM pg_temp.pgcite_calibration AS c
+    ORDER BY c.ord;
+END
+$fn$;
+COMMENT ON FUNCTION rag.calibrate(text, jsonb, float8) IS
+'Runs labelled questions [{id, question, expect, kind}] against a tenant, chooses its gate threshold '
+'(midpoint of the gap between answerable and out_of_corpus scores, or the lowest cost when they overlap, a wrong '
+'answer costing false_answer_cost wrong abstentions), '
+'stores it in rag.tenant.gate with the ids used, and returns the table it decided from. Needs pgcite_admin.';
+
+REVOKE ALL ON FUNCTION rag.calibrate(text, jsonb, float8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION rag.calibrate(text, jsonb, float8) TO pgcite_admin;

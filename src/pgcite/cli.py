@@ -1,0 +1,574 @@
+"""`pgcite` command line: a private cluster, tenants, ingestion, cited answers, audit and evaluation.
+
+Exit codes: 0 success (and an answered question); 3 an abstention (`ask`); 1 a check that did not pass
+(`status` cannot reach the database, `ingest` with failed files, `replay` not identical, `verify-log` broken);
+2 an error (printed as `error [SQLSTATE]: message` plus `hint:` on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import __version__
+from .client import Client, resolve_dsn
+from .errors import ConnectionFailed, PgciteError
+from .evaluate import (
+    QuestionResult,
+    QuestionSetError,
+    calibration_overlap,
+    gate_signals,
+    gate_thresholds,
+    load_questions,
+    run,
+    summarize,
+    threshold_for,
+)
+from .ingest_files import FORMATS, ingest_paths
+from .types import Answer
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_ERROR = 2
+EXIT_ABSTAINED = 3
+
+REASONS = {
+    "no_relevant_sources": "no passage of the corpus matches the question closely enough to answer it from",
+    "no_verifiable_quote": "passages were found, but no quote from them could be verified word for word",
+    "empty_question": "the question is empty",
+}
+
+
+# ---------------------------------------------------------------------- output helpers
+def _json(obj: Any, out: TextIO) -> None:
+    out.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def _cell(value: Any, width: int) -> str:
+    if value is None:
+        text = ""
+    elif isinstance(value, float):
+        text = f"{value:.6g}"
+    elif isinstance(value, dict | list):
+        text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def print_table(rows: Sequence[Mapping[str, Any]], out: TextIO, max_width: int = 48) -> None:
+    """Rows of any shape as an aligned text table (long cells cut; use --json for everything)."""
+    if not rows:
+        out.write("(no rows)\n")
+        return
+    columns = list(rows[0].keys())
+    cells = [[_cell(r.get(c), max_width) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for row in cells:
+        out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
+
+
+def print_error(exc: PgciteError, err: TextIO) -> None:
+    code = f" [{exc.sqlstate}]" if exc.sqlstate else ""
+    err.write(f"error{code}: {exc.message}\n")
+    if exc.detail:
+        err.write(f"detail: {exc.detail}\n")
+    if exc.hint:
+        err.write(f"hint: {exc.hint}\n")
+
+
+def explain_abstention(answer: Answer) -> str:
+    """One line saying why the answer abstained, with the gate signals that failed."""
+    text = REASONS.get(answer.reason or "", "pgcite declined to answer")
+    text = text[:1].upper() + text[1:]
+    gate = answer.gate
+    failed = gate.get("failed") or []
+    if failed:
+        signals, thresholds = gate_signals(gate), gate_thresholds(gate)
+        parts = []
+        for name in failed:
+            value, limit = signals.get(name), threshold_for(name, thresholds)
+            if value is not None and limit is not None:
+                parts.append(f"{name} {value:.3f} < {limit:.3f}")
+            else:
+                parts.append(str(name))
+        text += f" (failed: {', '.join(parts)})"
+    return text + "."
+
+
+def print_answer(answer: Answer, out: TextIO) -> None:
+    if answer.answered:
+        out.write((answer.answer or "").strip() + "\n\n")
+        for c in answer.citations:
+            title = f" § {c.title}" if c.title else ""
+            anchor = f" ({c.anchor})" if c.anchor else ""
+            out.write(f"[{c.n}] {c.doc_key}{title}{anchor}\n")
+            if c.quote:
+                out.write(f"    “{' '.join(c.quote.split())}”\n")
+            status = "verified" if c.verified else "NOT VERIFIED"
+            out.write(f"    {status}" + (f" · {c.source_url}" if c.source_url else "") + "\n")
+    else:
+        out.write(f"ABSTAINED: {answer.reason or 'unknown'}\n")
+        out.write(f"  {explain_abstention(answer)}\n")
+    fp = answer.fingerprint
+    out.write(f"\nask_id {answer.ask_id}" + (f" · fingerprint {fp[:16]}" if fp else "") + "\n")
+
+
+# ---------------------------------------------------------------------- commands
+def _client(args: argparse.Namespace) -> Client:
+    return Client(args.dsn)
+
+
+def cmd_up(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .cluster import DB_NAME, Cluster, default_home
+
+    cluster = Cluster(default_home())
+    created = not cluster.exists()
+    cluster.init()
+    cluster.start()
+    cluster.ensure_database(DB_NAME, python=not args.no_python)
+    err.write(f"pgcite: cluster {'created and ' if created else ''}running at {cluster.base}\n")
+    out.write(cluster.dsn(DB_NAME) + "\n")
+    return EXIT_OK
+
+
+def cmd_down(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .cluster import Cluster, default_home
+
+    cluster = Cluster(default_home())
+    if not cluster.exists():
+        err.write(f"pgcite: no cluster at {cluster.home}\n")
+        return EXIT_OK
+    was_running = cluster.running()
+    cluster.stop()
+    if args.destroy:
+        cluster.destroy()
+        out.write(f"destroyed {cluster.home}\n")
+    else:
+        out.write(("stopped" if was_running else "not running") + "\n")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    info: dict[str, Any] = {}
+    if not args.dsn and not os.environ.get("DATABASE_URL"):
+        from .cluster import Cluster, default_home
+
+        cluster = Cluster(default_home())
+        running = cluster.running()
+        info["cluster"] = {"home": str(cluster.home), "exists": cluster.exists(), "running": running}
+        if not running:
+            info["running"] = False
+            if args.json:
+                _json(info, out)
+            else:
+                state = "stopped" if cluster.exists() else "not created"
+                out.write(f"cluster: {cluster.home} ({state})\nrunning: no\n")
+                err.write("hint: start it with `pgcite up`\n")
+            return EXIT_CHECK_FAILED
+    dsn = resolve_dsn(args.dsn)
+    info["dsn"] = dsn
+    try:
+        with Client(dsn) as client:
+            info.update(client.server_status())
+    except ConnectionFailed as exc:
+        info["running"] = False
+        info["error"] = exc.message
+        if args.json:
+            _json(info, out)
+        else:
+            out.write(f"dsn: {dsn}\nrunning: no ({exc.message})\n")
+        return EXIT_CHECK_FAILED
+    info["running"] = True
+    if args.json:
+        _json(info, out)
+        return EXIT_OK
+    if "cluster" in info:
+        out.write(f"cluster: {info['cluster']['home']}\n")
+    out.write("running: yes\n")
+    out.write(f"dsn: {dsn}\n")
+    out.write(f"server: PostgreSQL {info['server_version']}, database {info['database']} as {info['role']}\n")
+    exts = info.get("extensions") or {}
+    ext_text = ", ".join(f"{k} {v}" for k, v in exts.items()) if exts else "none"
+    out.write(f"extensions: {ext_text}\n")
+    if info.get("tenants") is None:
+        out.write("pgcite is not installed in this database (CREATE EXTENSION pgcite CASCADE)\n")
+    else:
+        out.write(
+            f"tenants: {info['tenants']}  documents: {info['documents']}  chunks: {info['chunks']}"
+            f"  asks: {info['asks']}\n"
+        )
+    return EXIT_OK
+
+
+def cmd_tenant(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    with _client(args) as client:
+        if args.tenant_command == "create":
+            name = client.create_tenant(args.tenant, args.ts_config)
+            out.write(f"tenant {name}\n")
+        elif args.tenant_command == "grant":
+            client.grant_tenant(args.tenant, args.role)
+            out.write(f"granted {args.tenant} to {args.role}\n")
+        elif args.tenant_command == "revoke":
+            revoked = client.revoke_tenant(args.tenant, args.role)
+            out.write(f"{'revoked' if revoked else 'was not a member:'} {args.tenant} from {args.role}\n")
+    return EXIT_OK
+
+
+def cmd_ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    with _client(args) as client:
+        if args.create_tenant:
+            client.create_tenant(args.tenant)
+
+        def report(source, result, error) -> None:
+            if error is not None and not args.json:
+                sqlstate = getattr(error, "sqlstate", None)
+                code = f" [{sqlstate}]" if sqlstate else ""
+                message = getattr(error, "message", None) or str(error)
+                err.write(f"failed{code}: {source.path}: {message}\n")
+
+        summary = ingest_paths(
+            client,
+            args.tenant,
+            args.paths,
+            format=args.format,
+            root=args.root,
+            source_url_prefix=args.source_url_prefix,
+            progress=False if args.no_progress else None,
+            progress_file=err,
+            on_result=report,
+        )
+    if args.json:
+        _json(summary.to_dict(with_results=args.verbose), out)
+    else:
+        if args.verbose:
+            for r in summary.results:
+                out.write(f"{r['status']:9} v{r['version']:<3} {r['chunks']:5} chunks  {r['doc_key']}\n")
+        out.write(
+            f"{summary.documents} documents: {summary.inserted} inserted, {summary.updated} updated, "
+            f"{summary.unchanged} unchanged, {summary.failed} failed; {summary.chunks} chunks, "
+            f"{summary.empty_sections} empty sections\n"
+        )
+    if summary.documents == 0:
+        err.write("pgcite: no files found\n")
+        return EXIT_CHECK_FAILED
+    return EXIT_CHECK_FAILED if summary.failed else EXIT_OK
+
+
+def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    options = json.loads(args.options) if args.options else None
+    with _client(args) as client:
+        answer = client.ask(args.question, args.tenant, k=args.k, options=options)
+    if args.json:
+        _json(answer.to_dict(), out)
+    else:
+        print_answer(answer, out)
+    return EXIT_OK if answer.answered else EXIT_ABSTAINED
+
+
+def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    with _client(args) as client:
+        rows = client.explain(args.question, args.tenant, k=args.k)
+    if args.json:
+        _json(rows, out)
+    else:
+        print_table(rows, out)
+    return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    with _client(args) as client:
+        r = client.replay(args.ask_id)
+    if args.json:
+        _json(r.to_dict(), out)
+    else:
+        out.write(f"ask {r.ask_id}: {'identical' if r.identical else 'DIFFERENT'}\n")
+        out.write(f"fingerprint then: {r.fingerprint_then}\nfingerprint now:  {r.fingerprint_now}\n")
+        out.write(f"chunks then: {r.chunks_then}\nchunks now:  {r.chunks_now}\n")
+    return EXIT_OK if r.identical else EXIT_CHECK_FAILED
+
+
+def cmd_verify_log(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    with _client(args) as client:
+        v = client.verify_log(args.tenant)
+    if args.json:
+        _json(v.to_dict(), out)
+    elif v.ok:
+        out.write(f"log of {args.tenant}: ok ({v.checked} entries checked)\n")
+    else:
+        out.write(
+            f"log of {args.tenant}: BROKEN at ask_id {v.first_bad_ask_id} ({v.checked} entries checked)\n"
+        )
+    return EXIT_OK if v.ok else EXIT_CHECK_FAILED
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def print_summary(summary: Mapping[str, Any], out: TextIO) -> None:
+    def num(v: Any) -> str:
+        return "–" if v is None else f"{v:.3f}"
+
+    out.write(
+        f"questions {summary['questions']}: {summary['answerable']} answerable, "
+        f"{summary['unanswerable']} unanswerable\n"
+    )
+    out.write(
+        f"citations   hit@1 {_pct(summary['hit_at_1'])}  hit@3 {_pct(summary['hit_at_3'])}  "
+        f"MRR@10 {num(summary['mrr_at_10'])}\n"
+    )
+    out.write(
+        f"retrieval   hit@1 {_pct(summary['retrieval_hit_at_1'])}  "
+        f"hit@3 {_pct(summary['retrieval_hit_at_3'])}  "
+        f"MRR@10 {num(summary['retrieval_mrr_at_10'])}\n"
+    )
+    out.write(
+        f"false abstain {summary['false_abstain']} ({_pct(summary['false_abstain_rate'])})  "
+        f"false answer {summary['false_answer']} ({_pct(summary['false_answer_rate'])})  "
+        f"quotes verified {_pct(summary['quotes_verified'])} of {summary['citations']}\n"
+    )
+    if summary.get("errors"):
+        out.write(f"errors {summary['errors']}\n")
+    sep = summary.get("separation") or {}
+    if sep.get("signal"):
+        a, u = sep["answerable"], sep["unanswerable"]
+        out.write(
+            f"signal {sep['signal']}: answerable {num(a['min'])}..{num(a['max'])} (mean {num(a['mean'])}), "
+            f"unanswerable {num(u['min'])}..{num(u['max'])} (mean {num(u['mean'])}), threshold "
+            f"{num(sep.get('threshold'))}\n"
+        )
+        if sep.get("gap") is not None:
+            verdict = "separated" if sep["separated"] else f"overlap ({sep['overlapping']} questions in it)"
+            out.write(f"gap {sep['gap']:.3f}: {verdict}\n")
+
+
+def _print_misses(results: Sequence[QuestionResult], out: TextIO) -> None:
+    missed = [r for r in results if not r.correct]
+    if not missed:
+        return
+    out.write(f"\nmisses ({len(missed)}):\n")
+    for r in missed:
+        if r.status == "error":
+            got = f"ERROR {r.error}"
+        elif r.answered:
+            got = "cited " + (", ".join(a or "?" for a in r.cited) or "nothing")
+        else:
+            got = f"ABSTAINED {r.reason}"
+        expected = ", ".join(r.expect) or "(abstain)"
+        out.write(f"  {r.id} [{r.kind}] expected {expected}; got {got}\n")
+
+
+def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from tqdm import tqdm
+
+    questions = load_questions(args.questions, args.split)
+    if not questions:
+        raise QuestionSetError(f"{args.questions}: no questions in split {args.split!r}")
+    warnings: list[str] = []
+    with _client(args) as client:
+        overlap = calibration_overlap([q.id for q in questions], client.tenant_gate(args.tenant))
+        if overlap:
+            warnings.append(
+                f"tenant {args.tenant} was calibrated on {len(overlap)} of these {len(questions)} questions "
+                f"({', '.join(overlap[:5])}{', …' if len(overlap) > 5 else ''}): "
+                "these numbers are not held out"
+            )
+        for w in warnings:
+            err.write(f"warning: {w}\n")
+        bar = tqdm(
+            total=len(questions),
+            unit="q",
+            desc=f"eval {args.tenant}",
+            file=err,
+            disable=True if args.no_progress else None,
+            dynamic_ncols=True,
+        )
+
+        def progress(r: QuestionResult) -> None:
+            bar.update(1)
+            bar.set_postfix(status=r.status, refresh=False)
+
+        try:
+            results = run(
+                lambda text: client.ask(text, args.tenant, k=args.k),
+                questions,
+                signal=args.signal,
+                progress=progress,
+                stop_on=(ConnectionFailed,),
+            )
+        finally:
+            bar.close()
+    summary = summarize(results, args.signal)
+    meta = {"tenant": args.tenant, "questions_file": str(args.questions), "split": args.split, "k": args.k}
+    if args.report:
+        from .report import render_html
+
+        html = render_html(
+            summary, results, title=f"pgcite eval: {Path(args.questions).name}", meta=meta, warnings=warnings
+        )
+        Path(args.report).write_text(html, encoding="utf-8")
+        err.write(f"pgcite: report written to {args.report}\n")
+    if args.json:
+        _json({**summary, **meta, "warnings": warnings, "per_question": [r.to_dict() for r in results]}, out)
+    else:
+        print_summary(summary, out)
+        _print_misses(results, out)
+    return EXIT_OK
+
+
+def cmd_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    questions = load_questions(args.questions, args.split)
+    if not questions:
+        raise QuestionSetError(f"{args.questions}: no questions in split {args.split!r}")
+    if args.split != "calibration":
+        err.write(
+            f"warning: calibrating on split {args.split!r}: evaluation numbers of these questions "
+            "no longer count as held out\n"
+        )
+    with _client(args) as client:
+        rows = client.calibrate(args.tenant, [q.for_calibrate() for q in questions])
+    if args.json:
+        _json(rows, out)
+    else:
+        print_table(rows, out)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--dsn",
+        default=argparse.SUPPRESS,
+        help="libpq connection string or URI (default: $DATABASE_URL, else the cluster of `pgcite up`)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="pgcite",
+        description="Retrieval-augmented answers with auditable citations, inside PostgreSQL.",
+        parents=[common],
+        epilog="Exit codes: 0 ok/answered, 1 check failed, 2 error, 3 abstained.",
+    )
+    parser.add_argument("--version", action="version", version=f"pgcite {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, func, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[common], help=help, description=help)
+        p.set_defaults(func=func)
+        return p
+
+    p = command(
+        "up", cmd_up, "create and start the private cluster (PGCITE_HOME or ./.pgcite), print its DSN"
+    )
+    p.add_argument("--no-python", action="store_true", help="install pgcite only, without pgcite_python")
+    p = command("down", cmd_down, "stop the private cluster")
+    p.add_argument("--destroy", action="store_true", help="also delete its data directory")
+    p = command("status", cmd_status, "is the database reachable; extension versions; tenant/chunk counts")
+    p.add_argument("--json", action="store_true")
+
+    p = command("tenant", cmd_tenant, "create tenants and grant roles access to them")
+    tsub = p.add_subparsers(dest="tenant_command", required=True, metavar="ACTION")
+    t = tsub.add_parser("create", parents=[common], help="create a tenant (idempotent)")
+    t.add_argument("tenant")
+    t.add_argument("--ts-config", default=None, help="text search configuration (default english)")
+    for action, text in (("grant", "let ROLE read the tenant"), ("revoke", "remove ROLE's membership")):
+        t = tsub.add_parser(action, parents=[common], help=text)
+        t.add_argument("tenant")
+        t.add_argument("role")
+
+    p = command("ingest", cmd_ingest, "ingest files, directories (recursively) and globs, one document each")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--format", choices=FORMATS, default="auto", help="auto: by extension (default)")
+    p.add_argument(
+        "--create-tenant", action="store_true", help="create the tenant first if it does not exist"
+    )
+    p.add_argument("--root", help="make doc_keys relative to this directory")
+    p.add_argument("--source-url-prefix", metavar="URL", help="source_url = URL + doc_key")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--verbose", "-v", action="store_true", help="also list every document")
+    p.add_argument("--no-progress", action="store_true")
+
+    p = command("ask", cmd_ask, "answer a question with verified citations, or abstain (exit 3)")
+    p.add_argument("question")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--k", type=int, default=5, help="passages to answer from (default 5)")
+    p.add_argument("--options", metavar="JSON", help="options object passed to rag.ask")
+    p.add_argument("--json", action="store_true")
+
+    p = command(
+        "explain", cmd_explain, "every retrieval candidate with its per-leg ranks and why it was dropped"
+    )
+    p.add_argument("question")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+
+    p = command("replay", cmd_replay, "re-run a logged ask and compare (exit 1 if it differs)")
+    p.add_argument("ask_id", type=int, metavar="ASK_ID")
+    p.add_argument("--json", action="store_true")
+
+    p = command("verify-log", cmd_verify_log, "check the tenant's hash-chained audit log (exit 1 if broken)")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--json", action="store_true")
+
+    p = command("eval", cmd_eval, "ask every question of a JSONL set and score answers and citations")
+    p.add_argument("questions", metavar="QUESTIONS.jsonl")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--k", type=int, default=5)
+    p.add_argument("--split", choices=("calibration", "test", "all"), default="all")
+    p.add_argument("--signal", help="gate signal to report separation on (default: similarity)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
+    p.add_argument("--no-progress", action="store_true")
+
+    p = command("calibrate", cmd_calibrate, "set the tenant's gate thresholds from a question set")
+    p.add_argument("questions", metavar="QUESTIONS.jsonl")
+    p.add_argument("--tenant", required=True)
+    p.add_argument("--split", choices=("calibration", "test", "all"), default="calibration")
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = build_parser().parse_args(argv)
+    args.dsn = getattr(args, "dsn", None)  # --dsn may come before or after the command
+    try:
+        return args.func(args, out, err)
+    except PgciteError as exc:
+        print_error(exc, err)
+    except QuestionSetError as exc:
+        err.write(f"error: {exc}\n")
+    except json.JSONDecodeError as exc:
+        err.write(f"error: --options is not JSON: {exc}\n")
+    except BrokenPipeError:  # output piped into `head` and the like
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as exc:
+        err.write(f"error: {exc}\n")
+    except KeyboardInterrupt:
+        err.write("interrupted\n")
+        return 130
+    except Exception as exc:
+        from .cluster import ClusterError
+
+        if not isinstance(exc, ClusterError):
+            raise
+        err.write(f"error: {exc}\n")
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,517 @@
+"""Python client for pgcite: `Client` (psycopg Connection) and `AsyncClient` (psycopg AsyncConnection).
+
+Both call the same SQL functions of schema `rag` with the same arguments (see `_Q`), return the dataclasses
+of `pgcite.types`, and turn every psycopg error into a `pgcite.errors.PgciteError` subclass.
+
+A client that opens its own connection runs it in autocommit mode: every call is its own transaction
+(rag.ingest of one document is atomic; rag.ask commits its audit-log entry). A client given an existing
+connection leaves transaction control to its owner; if that connection is inside a transaction, each call
+runs under a savepoint so that a failed call does not abort the owner's transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any
+
+import psycopg
+from pgvector import Vector
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from .errors import ConnectionFailed, PgciteError, translate
+from .types import Answer, IngestResult, LogVerification, ReplayResult, RetrievedChunk
+
+Params = Sequence[Any] | Mapping[str, Any] | None
+Row = dict[str, Any]
+EmbeddingLike = Vector | Sequence[float] | Any  # list, tuple, numpy array or pgvector.Vector
+
+APPLICATION_NAME = "pgcite"
+PGCITE_EXTENSIONS = ("pgcite", "pgcite_python", "vector", "pg_trgm", "plpython3u")
+
+
+def resolve_dsn(dsn: str | None = None) -> str:
+    """The DSN to use: the argument, else $DATABASE_URL, else the running embedded cluster (`pgcite up`)."""
+    if dsn:
+        return dsn
+    env = os.environ.get("DATABASE_URL")
+    if env:
+        return env
+    from .cluster import Cluster, ClusterError, default_home
+
+    cluster = Cluster(default_home())
+    try:
+        if cluster.running():
+            return cluster.dsn()
+    except (ClusterError, OSError, subprocess.SubprocessError) as exc:
+        raise ConnectionFailed(
+            f"cannot check the embedded cluster at {cluster.home}: {exc}",
+            hint="Pass --dsn or set DATABASE_URL.",
+        ) from exc
+    raise ConnectionFailed(
+        f"no database given and no embedded cluster running at {cluster.home}",
+        hint="Pass --dsn, set DATABASE_URL, or start a private cluster with `pgcite up` (PGCITE_HOME).",
+    )
+
+
+def _embedding_param(value: EmbeddingLike | None, registered: bool) -> Any:
+    """A query embedding as a parameter for `%s::public.vector`."""
+    if value is None:
+        return None
+    if isinstance(value, Vector):
+        vec = value
+    else:
+        items = value.tolist() if hasattr(value, "tolist") else value
+        try:
+            vec = Vector([float(x) for x in items])
+        except (TypeError, ValueError) as exc:
+            raise PgciteError(f"query_embedding must be a sequence of numbers: {exc}") from exc
+    if registered:
+        return vec
+    return vec.to_text()  # no adapter (vector type not found at connect): let the cast parse the text
+
+
+class _Q:
+    """The SQL of every call, shared by Client and AsyncClient: (sql, params)."""
+
+    @staticmethod
+    def create_tenant(tenant: str, ts_config: str | None) -> tuple[str, Params]:
+        if ts_config is None:
+            return "SELECT rag.create_tenant(%s) AS tenant", (tenant,)
+        return "SELECT rag.create_tenant(%s, %s::regconfig) AS tenant", (tenant, ts_config)
+
+    @staticmethod
+    def grant_tenant(tenant: str, role: str) -> tuple[str, Params]:
+        return "SELECT rag.grant_tenant(%s, %s::regrole)", (tenant, role)
+
+    @staticmethod
+    def revoke_tenant(tenant: str, role: str) -> tuple[str, Params]:
+        return "SELECT rag.revoke_tenant(%s, %s::regrole) AS revoked", (tenant, role)
+
+    @staticmethod
+    def ingest(
+        tenant: str,
+        doc_key: str,
+        body: str,
+        format: str,
+        title: str | None,
+        source_url: str | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> tuple[str, Params]:
+        return (
+            "SELECT * FROM rag.ingest(%s, %s, %s, %s, %s, %s, %s::jsonb)",
+            (tenant, doc_key, body, format, title, source_url, Jsonb(dict(metadata or {}))),
+        )
+
+    @staticmethod
+    def delete_document(tenant: str, doc_key: str) -> tuple[str, Params]:
+        return "SELECT rag.delete_document(%s, %s) AS deleted", (tenant, doc_key)
+
+    @staticmethod
+    def retrieve(question: str, tenant: str, k: int, qemb: Any) -> tuple[str, Params]:
+        return "SELECT * FROM rag.retrieve(%s, %s, %s, %s::public.vector)", (question, tenant, k, qemb)
+
+    @staticmethod
+    def ask(
+        question: str, tenant: str, k: int, qemb: Any, options: Mapping[str, Any] | None
+    ) -> tuple[str, Params]:
+        return (
+            "SELECT * FROM rag.ask(%s, %s, %s, %s::public.vector, %s::jsonb)",
+            (question, tenant, k, qemb, Jsonb(dict(options or {}))),
+        )
+
+    @staticmethod
+    def explain(question: str, tenant: str, k: int) -> tuple[str, Params]:
+        return "SELECT * FROM rag.explain(%s, %s, %s)", (question, tenant, k)
+
+    @staticmethod
+    def calibrate(tenant: str, questions: Sequence[Mapping[str, Any]]) -> tuple[str, Params]:
+        return "SELECT * FROM rag.calibrate(%s, %s::jsonb)", (tenant, Jsonb([dict(q) for q in questions]))
+
+    @staticmethod
+    def replay(ask_id: int) -> tuple[str, Params]:
+        return "SELECT * FROM rag.replay(%s)", (ask_id,)
+
+    @staticmethod
+    def verify_log(tenant: str) -> tuple[str, Params]:
+        return "SELECT * FROM rag.verify_log(%s)", (tenant,)
+
+    @staticmethod
+    def tenant_gate(tenant: str) -> tuple[str, Params]:
+        return "SELECT gate FROM rag.tenant WHERE tenant = %s", (tenant,)
+
+    EXTENSIONS = (
+        "SELECT extname, extversion FROM pg_catalog.pg_extension WHERE extname = ANY(%s) ORDER BY extname",
+        (list(PGCITE_EXTENSIONS),),
+    )
+    SERVER = (
+        "SELECT current_database() AS database, current_user AS role,"
+        " current_setting('server_version') AS server_version,"
+        " to_regclass('rag.chunk') IS NOT NULL AS has_schema",
+        None,
+    )
+    COUNTS = (
+        "SELECT (SELECT count(*) FROM rag.tenant) AS tenants,"
+        " (SELECT count(*) FROM rag.document WHERE retired_at IS NULL) AS documents,"
+        " (SELECT count(*) FROM rag.chunk WHERE retired_at IS NULL) AS chunks,"
+        " (SELECT count(*) FROM rag.ask_log) AS asks",
+        None,
+    )
+
+
+def _one(rows: list[Row], what: str) -> Row:
+    if not rows:
+        raise PgciteError(f"{what} returned no row")
+    return rows[0]
+
+
+def _status(server: Row, extensions: list[Row], counts: Row | None) -> dict[str, Any]:
+    out: dict[str, Any] = {k: v for k, v in server.items() if k != "has_schema"}
+    out["extensions"] = {r["extname"]: r["extversion"] for r in extensions}
+    out.update(counts or {"tenants": None, "documents": None, "chunks": None, "asks": None})
+    return out
+
+
+class Client:
+    """Synchronous pgcite client.
+
+    >>> with Client("dbname=pgcite") as c:
+    ...     a = c.ask("How do I prevent transaction ID wraparound?", tenant="docs")
+    ...     print(a.answer if a.answered else a.reason)
+    """
+
+    def __init__(
+        self,
+        dsn: str | None = None,
+        *,
+        connection: psycopg.Connection | None = None,
+        connect_timeout: int = 10,
+    ) -> None:
+        if connection is not None:
+            self._conn = connection
+            self._owns = False
+            self.dsn: str | None = None
+        else:
+            self.dsn = resolve_dsn(dsn)
+            try:
+                self._conn = psycopg.connect(
+                    self.dsn,
+                    autocommit=True,
+                    connect_timeout=connect_timeout,
+                    application_name=APPLICATION_NAME,
+                )
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+            self._owns = True
+        self._vector = self._register_vector()
+
+    @classmethod
+    def from_connection(cls, connection: psycopg.Connection) -> Client:
+        """A client on a connection you own (and commit, roll back and close yourself)."""
+        return cls(connection=connection)
+
+    def _register_vector(self) -> bool:
+        from pgvector.psycopg import register_vector
+
+        try:
+            with self._guard():
+                register_vector(self._conn)
+        except (psycopg.ProgrammingError, PgciteError):
+            return False  # no vector type here: embeddings are sent as text
+        return True
+
+    @property
+    def connection(self) -> psycopg.Connection:
+        return self._conn
+
+    # ------------------------------------------------------------------ plumbing
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Savepoint around a call on a connection inside its owner's transaction; errors translated."""
+        conn = self._conn
+        savepoint = not conn.autocommit
+        try:
+            if savepoint:
+                conn.execute("SAVEPOINT pgcite_call")
+            try:
+                yield
+            except psycopg.Error:
+                if savepoint and not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK TO SAVEPOINT pgcite_call")
+                        conn.execute("RELEASE SAVEPOINT pgcite_call")
+                raise
+            if savepoint:
+                conn.execute("RELEASE SAVEPOINT pgcite_call")
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    def _fetch(self, sql: str, params: Params = None) -> list[Row]:
+        with self._guard():
+            with self._conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(sql, params)
+                return cur.fetchall() if cur.description else []
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Client]:
+        """Groups several calls in one transaction (a savepoint if one is already open)."""
+        try:
+            with self._conn.transaction():
+                yield self
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    def close(self) -> None:
+        if self._owns and not self._conn.closed:
+            self._conn.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ tenants
+    def create_tenant(self, tenant: str, ts_config: str | None = None) -> str:
+        """Creates a tenant (idempotent); ts_config is its text search configuration (default english)."""
+        return _one(self._fetch(*_Q.create_tenant(tenant, ts_config)), "rag.create_tenant")["tenant"]
+
+    def grant_tenant(self, tenant: str, role: str) -> None:
+        """Lets `role` (and its members) read the tenant."""
+        self._fetch(*_Q.grant_tenant(tenant, role))
+
+    def revoke_tenant(self, tenant: str, role: str) -> bool:
+        return bool(_one(self._fetch(*_Q.revoke_tenant(tenant, role)), "rag.revoke_tenant")["revoked"])
+
+    def tenant_gate(self, tenant: str) -> dict[str, Any]:
+        """The tenant's gate settings (rag.tenant.gate), e.g. {"calibrated_on": [...]}; {} if not visible."""
+        rows = self._fetch(*_Q.tenant_gate(tenant))
+        return dict(rows[0]["gate"] or {}) if rows else {}
+
+    # ------------------------------------------------------------------ documents
+    def ingest(
+        self,
+        tenant: str,
+        doc_key: str,
+        body: str,
+        format: str = "auto",
+        title: str | None = None,
+        source_url: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> IngestResult:
+        """Parses, chunks, embeds and stores one document in one transaction (inserted|updated|unchanged)."""
+        sql, params = _Q.ingest(tenant, doc_key, body, format, title, source_url, metadata)
+        return IngestResult.from_row(_one(self._fetch(sql, params), "rag.ingest"))
+
+    def delete_document(self, tenant: str, doc_key: str) -> bool:
+        """Retires the current version of a document; False if there was none."""
+        return bool(_one(self._fetch(*_Q.delete_document(tenant, doc_key)), "rag.delete_document")["deleted"])
+
+    # ------------------------------------------------------------------ questions
+    def retrieve(
+        self, question: str, tenant: str, k: int = 8, query_embedding: EmbeddingLike | None = None
+    ) -> list[RetrievedChunk]:
+        """The k best chunks for a question, best first."""
+        qemb = _embedding_param(query_embedding, self._vector)
+        return [RetrievedChunk.from_row(r) for r in self._fetch(*_Q.retrieve(question, tenant, k, qemb))]
+
+    def ask(
+        self,
+        question: str,
+        tenant: str,
+        k: int = 5,
+        query_embedding: EmbeddingLike | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Answer:
+        """An extractive answer with verified citations, or an abstention (Answer.status)."""
+        qemb = _embedding_param(query_embedding, self._vector)
+        return Answer.from_row(_one(self._fetch(*_Q.ask(question, tenant, k, qemb, options)), "rag.ask"))
+
+    def explain(self, question: str, tenant: str, k: int = 8) -> list[Row]:
+        """rag.explain's rows as dicts (their columns are not fixed)."""
+        return self._fetch(*_Q.explain(question, tenant, k))
+
+    def calibrate(self, tenant: str, questions: Sequence[Mapping[str, Any]]) -> list[Row]:
+        """rag.calibrate's decision table; questions: [{id, question, expect, kind}]."""
+        return self._fetch(*_Q.calibrate(tenant, questions))
+
+    # ------------------------------------------------------------------ audit
+    def replay(self, ask_id: int) -> ReplayResult:
+        return ReplayResult.from_row(_one(self._fetch(*_Q.replay(ask_id)), "rag.replay"))
+
+    def verify_log(self, tenant: str) -> LogVerification:
+        return LogVerification.from_row(_one(self._fetch(*_Q.verify_log(tenant)), "rag.verify_log"))
+
+    # ------------------------------------------------------------------ server
+    def server_status(self) -> dict[str, Any]:
+        """Database, role, server version, installed extensions and tenant/document/chunk/ask counts."""
+        server = _one(self._fetch(*_Q.SERVER), "status")
+        extensions = self._fetch(*_Q.EXTENSIONS)
+        counts = _one(self._fetch(*_Q.COUNTS), "status") if server["has_schema"] else None
+        return _status(server, extensions, counts)
+
+
+class AsyncClient:
+    """Asynchronous pgcite client: the methods of `Client` as coroutines.
+
+    >>> async with await AsyncClient.connect("dbname=pgcite") as c:
+    ...     a = await c.ask("How do I prevent transaction ID wraparound?", tenant="docs")
+    """
+
+    def __init__(self, connection: psycopg.AsyncConnection, *, owns: bool = False) -> None:
+        self._conn = connection
+        self._owns = owns
+        self._vector = False
+        self.dsn: str | None = None
+
+    @classmethod
+    async def connect(cls, dsn: str | None = None, *, connect_timeout: int = 10) -> AsyncClient:
+        """Opens an autocommit connection (dsn, else DATABASE_URL, else the embedded cluster)."""
+        resolved = resolve_dsn(dsn)
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                resolved, autocommit=True, connect_timeout=connect_timeout, application_name=APPLICATION_NAME
+            )
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+        client = cls(conn, owns=True)
+        client.dsn = resolved
+        await client._register_vector()
+        return client
+
+    @classmethod
+    async def from_connection(cls, connection: psycopg.AsyncConnection) -> AsyncClient:
+        client = cls(connection, owns=False)
+        await client._register_vector()
+        return client
+
+    async def _register_vector(self) -> None:
+        from pgvector.psycopg import register_vector_async
+
+        try:
+            async with self._guard():
+                await register_vector_async(self._conn)
+        except (psycopg.ProgrammingError, PgciteError):
+            self._vector = False
+        else:
+            self._vector = True
+
+    @property
+    def connection(self) -> psycopg.AsyncConnection:
+        return self._conn
+
+    @contextlib.asynccontextmanager
+    async def _guard(self) -> AsyncIterator[None]:
+        conn = self._conn
+        savepoint = not conn.autocommit
+        try:
+            if savepoint:
+                await conn.execute("SAVEPOINT pgcite_call")
+            try:
+                yield
+            except psycopg.Error:
+                if savepoint and not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute("ROLLBACK TO SAVEPOINT pgcite_call")
+                        await conn.execute("RELEASE SAVEPOINT pgcite_call")
+                raise
+            if savepoint:
+                await conn.execute("RELEASE SAVEPOINT pgcite_call")
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def _fetch(self, sql: str, params: Params = None) -> list[Row]:
+        async with self._guard():
+            async with self._conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(sql, params)
+                return await cur.fetchall() if cur.description else []
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncClient]:
+        try:
+            async with self._conn.transaction():
+                yield self
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+
+    async def close(self) -> None:
+        if self._owns and not self._conn.closed:
+            await self._conn.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def create_tenant(self, tenant: str, ts_config: str | None = None) -> str:
+        return _one(await self._fetch(*_Q.create_tenant(tenant, ts_config)), "rag.create_tenant")["tenant"]
+
+    async def grant_tenant(self, tenant: str, role: str) -> None:
+        await self._fetch(*_Q.grant_tenant(tenant, role))
+
+    async def revoke_tenant(self, tenant: str, role: str) -> bool:
+        return bool(_one(await self._fetch(*_Q.revoke_tenant(tenant, role)), "rag.revoke_tenant")["revoked"])
+
+    async def tenant_gate(self, tenant: str) -> dict[str, Any]:
+        rows = await self._fetch(*_Q.tenant_gate(tenant))
+        return dict(rows[0]["gate"] or {}) if rows else {}
+
+    async def ingest(
+        self,
+        tenant: str,
+        doc_key: str,
+        body: str,
+        format: str = "auto",
+        title: str | None = None,
+        source_url: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> IngestResult:
+        sql, params = _Q.ingest(tenant, doc_key, body, format, title, source_url, metadata)
+        return IngestResult.from_row(_one(await self._fetch(sql, params), "rag.ingest"))
+
+    async def delete_document(self, tenant: str, doc_key: str) -> bool:
+        rows = await self._fetch(*_Q.delete_document(tenant, doc_key))
+        return bool(_one(rows, "rag.delete_document")["deleted"])
+
+    async def retrieve(
+        self, question: str, tenant: str, k: int = 8, query_embedding: EmbeddingLike | None = None
+    ) -> list[RetrievedChunk]:
+        qemb = _embedding_param(query_embedding, self._vector)
+        return [
+            RetrievedChunk.from_row(r) for r in await self._fetch(*_Q.retrieve(question, tenant, k, qemb))
+        ]
+
+    async def ask(
+        self,
+        question: str,
+        tenant: str,
+        k: int = 5,
+        query_embedding: EmbeddingLike | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Answer:
+        qemb = _embedding_param(query_embedding, self._vector)
+        return Answer.from_row(
+            _one(await self._fetch(*_Q.ask(question, tenant, k, qemb, options)), "rag.ask")
+        )
+
+    async def explain(self, question: str, tenant: str, k: int = 8) -> list[Row]:
+        return await self._fetch(*_Q.explain(question, tenant, k))
+
+    async def calibrate(self, tenant: str, questions: Sequence[Mapping[str, Any]]) -> list[Row]:
+        return await self._fetch(*_Q.calibrate(tenant, questions))
+
+    async def replay(self, ask_id: int) -> ReplayResult:
+        return ReplayResult.from_row(_one(await self._fetch(*_Q.replay(ask_id)), "rag.replay"))
+
+    async def verify_log(self, tenant: str) -> LogVerification:
+        return LogVerification.from_row(_one(await self._fetch(*_Q.verify_log(tenant)), "rag.verify_log"))
+
+    async def server_status(self) -> dict[str, Any]:
+        server = _one(await self._fetch(*_Q.SERVER), "status")
+        extensions = await self._fetch(*_Q.EXTENSIONS)
+        counts = _one(await self._fetch(*_Q.COUNTS), "status") if server["has_schema"] else None
+        return _status(server, extensions, counts)
