@@ -227,3 +227,12 @@ def test_concurrent_ingest_of_one_key_never_interleaves(pg, db):
             " FROM rag.chunk WHERE tenant = 'conc' AND content LIKE 'Version%%' GROUP BY 1 ORDER BY 1"
         ).fetchall()
         assert [(v, n, d) for v, n, d in per_version] == [(1, 5, 1), (2, 5, 1)]
+
+
+def test_table_of_contents_page_is_recorded_empty(conn):
+    conn.execute("SELECT rag.create_tenant('toc')")
+    body = (MANUAL / "gin.html").read_text()  # the chapter page: only a table of contents
+    assert conn.execute("SELECT count(*) FROM rag.chunk_html(%s)", (body,)).fetchone()[0] == 0
+    row = ingest(conn, "toc", "gin.html", body, "html")
+    assert row[2:4] == ("empty", 0) and row[4] >= 1
+    assert ingest(conn, "toc", "gin.html", body, "html")[2] == "unchanged"

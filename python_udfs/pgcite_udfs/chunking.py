@@ -1307,8 +1307,13 @@ def parse(
     max_tokens: int = 256,
     overlap: int = 32,
     count_tokens=None,
+    allow_empty: bool = False,
 ) -> ParseResult:
-    """Validate ``body`` and chunk it in format ``fmt`` ('auto' detects it)."""
+    """Validate ``body`` and chunk it in format ``fmt`` ('auto' detects it).
+
+    A document whose sections are all empty (a table of contents, navigation only) raises InputError, or
+    with ``allow_empty`` comes back with no chunks and its sections listed in ``empty_sections``.
+    """
     if body is None or not isinstance(body, str) or not body.strip():
         raise InputError(
             "document body is empty",
@@ -1353,7 +1358,7 @@ def parse(
         result = chunk_markdown(body, max_tokens, count)
     else:
         result = chunk_text(body, max_tokens, overlap, count)
-    if not result.chunks:
+    if not result.chunks and not allow_empty:
         raise InputError(
             "document has no text content",
             hint="The document contains only markup, navigation or headings; check that the right "

@@ -76,7 +76,9 @@ def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
     except ImportError as e:
         plpy.error(f"pgcite_python: cannot load the tokenizer ({e})", hint=SETUP_HINT, sqlstate=ENV_MISSING)
     try:
-        result = parse_document(body, fmt, max_tokens=max_tokens, overlap=overlap, count_tokens=counter)
+        result = parse_document(
+            body, fmt, max_tokens=max_tokens, overlap=overlap, count_tokens=counter, allow_empty=True
+        )
     except InputError as e:
         # returned, not raised: rag._parsed raises it from PL/pgSQL with a clean message
         return json.dumps(

@@ -121,12 +121,6 @@ DECLARE
     new_id bigint;
     n integer := coalesce(pg_catalog.cardinality(p_chunks), 0);
 BEGIN
-    IF n = 0 THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'invalid_parameter_value',
-            MESSAGE = pg_catalog.format('document "%s" has no text content', p_doc_key),
-            HINT = 'Check the format: every section came out empty.';
-    END IF;
     IF EXISTS (SELECT FROM pg_catalog.unnest(p_chunks) AS c WHERE c.embedding IS NULL
                OR coalesce(pg_catalog.btrim(c.content), '') = '') THEN
         RAISE EXCEPTION USING
@@ -172,8 +166,10 @@ BEGIN
     WHERE pg_catalog.length(w.term) BETWEEN 3 AND 40 AND w.term !~ '^[0-9_]+$'
     ON CONFLICT DO NOTHING;
 
+    -- A document whose sections are all empty (a table of contents) is recorded, with no chunks, as 'empty'.
     RETURN QUERY SELECT p_doc_key, new_version,
-        CASE WHEN prev.document_id IS NULL THEN 'inserted' ELSE 'updated' END, n, coalesce(p_empty_sections, 0);
+        CASE WHEN n = 0 THEN 'empty' WHEN prev.document_id IS NULL THEN 'inserted' ELSE 'updated' END, n,
+        coalesce(p_empty_sections, 0);
 END
 $fn$;
 COMMENT ON FUNCTION rag._store_version(

@@ -81,7 +81,8 @@ END
 $fn$;
 COMMENT ON FUNCTION rag.ingest(text, text, text, text, text, text, jsonb) IS
 'Ingests one document in one transaction: parse, chunk, embed in-database (reusing stored embeddings of '
-'unchanged text), store a new immutable version. status is inserted, updated or unchanged (no work done).';
+'unchanged text), store a new immutable version. status: inserted, updated, unchanged (no work done) or empty '
+'(every section empty, e.g. a table of contents: recorded with no chunks).';
 
 REVOKE ALL ON FUNCTION rag.ingest(text, text, text, text, text, text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION rag.ingest(text, text, text, text, text, text, jsonb) TO pgcite_writer;

@@ -255,7 +255,8 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 out.write(f"{r['status']:9} v{r['version']:<3} {r['chunks']:5} chunks  {r['doc_key']}\n")
         out.write(
             f"{summary.documents} documents: {summary.inserted} inserted, {summary.updated} updated, "
-            f"{summary.unchanged} unchanged, {summary.failed} failed; {summary.chunks} chunks, "
+            f"{summary.unchanged} unchanged, {summary.empty} empty, {summary.failed} failed; "
+            f"{summary.chunks} chunks, "
             f"{summary.empty_sections} empty sections\n"
         )
     if summary.documents == 0:

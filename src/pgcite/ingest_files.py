@@ -130,6 +130,7 @@ class IngestSummary:
     inserted: int = 0
     updated: int = 0
     unchanged: int = 0
+    empty: int = 0  # documents whose sections were all empty (a table of contents): recorded, no chunks
     chunks: int = 0
     empty_sections: int = 0
     failed: int = 0
@@ -138,7 +139,7 @@ class IngestSummary:
 
     def add(self, source: SourceFile, result: IngestResult) -> None:
         self.documents += 1
-        if result.status in ("inserted", "updated", "unchanged"):
+        if result.status in ("inserted", "updated", "unchanged", "empty"):
             setattr(self, result.status, getattr(self, result.status) + 1)
         self.chunks += result.chunks
         self.empty_sections += result.empty_sections
@@ -165,6 +166,7 @@ class IngestSummary:
             "inserted": self.inserted,
             "updated": self.updated,
             "unchanged": self.unchanged,
+            "empty": self.empty,
             "chunks": self.chunks,
             "empty_sections": self.empty_sections,
             "failed": self.failed,
