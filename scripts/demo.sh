@@ -6,17 +6,21 @@ PGCITE=.venv/bin/pgcite
 MANUAL=/usr/share/doc/postgresql-doc-15/html
 
 echo "== pgcite up"
-$PGCITE up
+DSN=$($PGCITE up)
+echo "$DSN"
+export DATABASE_URL="$DSN"
+PSQL="$($(scripts/pg_config.sh) --bindir)/psql"
 echo
 echo "== status"
 $PGCITE status
 echo
 echo "== an embedding computed inside PostgreSQL"
-$PGCITE sql "SELECT rag.python_info() ->> 'python' AS python, (rag.embed('PostgreSQL')::real[])[1:4] AS first_dims"
+"$PSQL" "$DSN" -c "SELECT extname, extversion FROM pg_extension ORDER BY 1" \
+  -c "SELECT rag.python_info() ->> 'python' AS python, (rag.embed('PostgreSQL')::real[])[1:4] AS first_dims"
 echo
 echo "== ingest the PostgreSQL manual into tenant pgdocs"
 $PGCITE tenant create pgdocs
-$PGCITE ingest "$MANUAL" --tenant pgdocs
+$PGCITE ingest "$MANUAL" --tenant pgdocs --threads "$(nproc)" --source-url-prefix https://www.postgresql.org/docs/15/
 echo
 echo "== ask"
 $PGCITE ask "How do I prevent transaction ID wraparound failures?" --tenant pgdocs || true

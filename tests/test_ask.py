@@ -192,3 +192,38 @@ def test_read_only_transaction_answers_without_logging(conn):
     a = ask(conn, WRAP_Q)
     assert a["status"] == "answered" and a["ask_id"] is None
     assert a["evidence"]["logged"] is False
+
+
+def test_calibrate_stores_threshold_and_ask_uses_it(conn):
+    questions = [
+        {"id": "a1", "question": WRAP_Q, "expect": ["VACUUM-FOR-WRAPAROUND"], "kind": "answerable"},
+        {
+            "id": "a2",
+            "question": "What is a B-tree index good for?",
+            "expect": ["INDEXES-TYPES-BTREE"],
+            "kind": "answerable",
+        },
+        {"id": "n1", "question": "What is the capital of Australia?", "expect": [], "kind": "out_of_corpus"},
+        {"id": "n2", "question": "How long should I boil an egg?", "expect": [], "kind": "out_of_corpus"},
+    ]
+    rows = conn.execute(
+        "SELECT id, answerable, score, answered_at_threshold FROM rag.calibrate('tiny', %s)",
+        (json.dumps(questions),),
+    ).fetchall()
+    assert [r[0] for r in rows] == ["a1", "a2", "n1", "n2"]
+    gate = conn.execute("SELECT gate FROM rag.tenant WHERE tenant = 'tiny'").fetchone()[0]
+    lo = min(r[2] for r in rows if r[1])
+    hi = max(r[2] for r in rows if not r[1])
+    assert lo > hi and gate["separable"] is True
+    assert gate["min_score"] == pytest.approx((lo + hi) / 2, abs=1e-6)  # midpoint of the gap
+    assert gate["calibrated_on"] == ["a1", "a2", "n1", "n2"]
+    assert all(r[3] == r[1] for r in rows)
+    a = ask(conn, WRAP_Q)
+    assert a["evidence"]["gate"]["thresholds"] == {"min_score": gate["min_score"], "source": "calibrated"}
+
+
+def test_calibrate_rejects_one_sided_question_sets(conn):
+    only = [{"id": "a1", "question": WRAP_Q, "expect": [], "kind": "answerable"}]
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute("SELECT * FROM rag.calibrate('tiny', %s)", (json.dumps(only),))
+    assert sqlstate_of(e) == "22023"

@@ -292,6 +292,11 @@ class Client:
         return dict(rows[0]["gate"] or {}) if rows else {}
 
     # ------------------------------------------------------------------ documents
+    def configure(self, **settings: str | int | float) -> None:
+        """Sets pgcite.* settings for this session, e.g. configure(torch_threads=2) before embedding."""
+        for name, value in settings.items():
+            self._conn.execute("SELECT set_config(%s, %s, false)", (f"pgcite.{name}", str(value)))
+
     def ingest(
         self,
         tenant: str,
