@@ -105,6 +105,10 @@ def test_every_code_raised_in_sql_is_mapped():
         assert code in ERROR_CODES or code.lower() in CONDITION_NAMES, code
     for code, entry in ERROR_CODES.items():
         assert issubclass(entry.exception, PgciteError) and entry.meaning, code
+    documented = (ROOT / "docs" / "errors.md").read_text()
+    for code in raised:
+        sqlstate = code if code in ERROR_CODES else CONDITION_NAMES[code.lower()]
+        assert f"`{sqlstate}`" in documented, f"{code} is not in docs/errors.md"
 
 
 # ---------------------------------------------------------------------- DSN

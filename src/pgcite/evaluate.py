@@ -31,7 +31,7 @@ KINDS = ("answerable", "typo", "out_of_corpus")
 ANSWERABLE_KINDS = frozenset({"answerable", "typo"})
 SPLITS = ("calibration", "test")
 # Gate signals to plot and separate on, most telling first (the gate's `signals` may hold others too).
-PREFERRED_SIGNALS = ("similarity", "top_similarity", "score", "top_score")
+PREFERRED_SIGNALS = ("score", "similarity", "top_similarity", "top_score")
 
 
 class QuestionSetError(ValueError):
