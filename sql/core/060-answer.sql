@@ -1,7 +1,7 @@
 -- Answer: retrieve -> gate -> pick verbatim sentences -> compose "quote [n]" -> verify -> log.
 
 -- The gate's threshold for a tenant: calibrated (rag.calibrate) over the setting over the default.
--- The gate score is the mean of the evidence signals (see rag._answer), so one threshold suffices.
+-- The gate score combines the evidence signals (see rag._answer), so one threshold suffices.
 CREATE OR REPLACE FUNCTION rag._gate_thresholds(p_tenant rag.tenant)
 RETURNS jsonb
 LANGUAGE sql
@@ -125,10 +125,13 @@ BEGIN
         scored := rag._lexical_sentences(t.ts_config, q, passages);
     END IF;
 
-    -- Gate: the score is the mean of the signals that exist (similarity of the best chunk, share of the
-    -- question's words in the top passages, similarity of the best sentence); it must reach min_score.
-    gate_score := round(((coalesce(best_sim, 0) + coverage + coalesce(best_sentence, 0))
-        / CASE WHEN best_sentence IS NULL THEN 2 ELSE 3 END)::numeric, 6)::float8;
+    -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
+    -- of the question's words in the top passages, similarity of the best sentence), so one weak signal
+    -- cannot be outvoted by the others; it must reach min_score.
+    SELECT round(exp(avg(ln(greatest(x.v, 1e-6))))::numeric, 6)::float8
+    INTO gate_score
+    FROM (VALUES (coalesce(best_sim, 0)), (coverage), (best_sentence)) AS x (v)
+    WHERE x.v IS NOT NULL;
     IF gate_score < (thresholds ->> 'min_score')::float8 THEN
         failed := failed || 'score'::text;
     END IF;
