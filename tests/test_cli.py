@@ -173,7 +173,7 @@ def test_ingest_reports_a_bad_file_and_goes_on(dsn, docs_dir):
         "--create-tenant",
     )
     assert code == 1
-    assert "5 documents: 2 inserted, 0 updated, 0 unchanged, 3 failed" in out
+    assert "5 documents: 2 inserted, 0 updated, 0 unchanged, 0 empty, 3 failed" in out
     assert "broken.txt: binary file" in err
     assert "failed [22023]" in err and "empty.md" in err
     assert "missing.md" in err

@@ -29,7 +29,7 @@ COMMENT ON FUNCTION rag._check_question(text, integer) IS
 
 -- The question's embedding: the caller's (checked), or computed once in-database by rag.embed
 -- (of the typo-corrected question when a word was corrected: MiniLM cannot read "vacum").
-CREATE OR REPLACE FUNCTION rag._query_embedding(tenant text, question text, query_embedding public.vector)
+CREATE OR REPLACE FUNCTION rag._query_embedding(question text, corrected text, query_embedding public.vector)
 RETURNS public.vector
 LANGUAGE plpgsql
 STABLE
@@ -54,7 +54,7 @@ BEGIN
             MESSAGE = 'no query_embedding given and in-database embedding is not installed',
             HINT = 'Pass query_embedding (all-MiniLM-L6-v2, 384 dims) or CREATE EXTENSION pgcite_python.';
     END IF;
-    EXECUTE 'SELECT rag.embed($1)' INTO v USING rag._embedding_text(tenant, question);
+    EXECUTE 'SELECT rag.embed($1)' INTO v USING rag._embedding_text(question, corrected);
     RETURN v;
 END
 $fn$;
@@ -90,19 +90,17 @@ COMMENT ON FUNCTION rag._correct_question(text, text) IS
 'Internal: the question in lower case with unknown words replaced by the nearest word of the tenant''s corpus.';
 
 -- The text embedded for a question: the corrected question if a word was corrected, else the question.
-CREATE OR REPLACE FUNCTION rag._embedding_text(p_tenant text, p_question text)
+CREATE OR REPLACE FUNCTION rag._embedding_text(p_question text, p_corrected text)
 RETURNS text
 LANGUAGE sql
-STABLE
+IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE WHEN corrected = plain THEN p_question ELSE corrected END
+    SELECT CASE WHEN p_corrected = x.plain THEN p_question ELSE p_corrected END
     FROM (
-        SELECT
-            rag._correct_question(p_tenant, p_question) AS corrected,
-            (SELECT coalesce(pg_catalog.string_agg(m.a[1], ' ' ORDER BY m.n), '')
-             FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY
-                AS m (a, n)) AS plain
+        SELECT coalesce(pg_catalog.string_agg(m.a[1], ' ' ORDER BY m.n), '') AS plain
+        FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY
+            AS m (a, n)
     ) AS x
 $fn$;
 COMMENT ON FUNCTION rag._embedding_text(text, text) IS
@@ -126,7 +124,7 @@ COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
 'Internal: websearch_to_tsquery with its AND turned into OR, unless the query negates a term.';
 
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
-CREATE OR REPLACE FUNCTION rag._candidates(p_tenant text, p_question text, p_qemb public.vector, p_depth integer)
+CREATE OR REPLACE FUNCTION rag._candidates(p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer)
 RETURNS TABLE (
     fused_rank integer, chunk_id bigint, doc_key text, chunk_index integer,
     vec_rank integer, distance float8, fts_rank integer, fts_score float8,
@@ -138,7 +136,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
-    corrected text := rag._correct_question(p_tenant, p_question);
+    corrected text := p_corrected;
     q tsquery := rag._fts_query(t.ts_config, corrected);
     rrf_k float8 := rag._setting('pgcite.rrf_k', 5);
     w_vec float8 := rag._setting('pgcite.weight_vector', 1.0);
@@ -233,7 +231,8 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer) IS
-'Internal: candidates of the vector, full-text and title-trigram legs (p_depth each), fused by weighted '
+'Internal: candidates of the vector, full-text and title-trigram legs (p_depth each) for a spell-corrected '
+'question, fused by weighted '
 'reciprocal rank fusion, in total order. Settings pgcite.rrf_k, pgcite.weight_*, pgcite.exact_search_limit.';
 
 CREATE OR REPLACE FUNCTION rag.retrieve(
@@ -249,17 +248,19 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     qemb public.vector;
+    corrected text;
 BEGIN
     IF NOT rag._check_question(retrieve.question, retrieve.k) THEN
         PERFORM rag._require_tenant(retrieve.tenant);
         RETURN;
     END IF;
     PERFORM rag._require_tenant(retrieve.tenant);
-    qemb := rag._query_embedding(retrieve.tenant, retrieve.question, retrieve.query_embedding);
+    corrected := rag._correct_question(retrieve.tenant, retrieve.question);
+    qemb := rag._query_embedding(retrieve.question, corrected, retrieve.query_embedding);
     RETURN QUERY
     SELECT x.fused_rank, c.chunk_id, c.doc_key, c.doc_version, c.chunk_index, c.anchor, c.title, c.content,
         x.distance, x.trgm_score, x.fts_score, x.fused_score
-    FROM rag._candidates(retrieve.tenant, retrieve.question, qemb, greatest(retrieve.k * 4, 40)) AS x
+    FROM rag._candidates(retrieve.tenant, corrected, qemb, greatest(retrieve.k * 4, 40)) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     WHERE x.fused_rank <= retrieve.k
     ORDER BY x.fused_rank;

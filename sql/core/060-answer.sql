@@ -40,7 +40,7 @@ COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
 
 -- The whole answer pipeline for one question, without logging (rag.ask logs, rag.replay compares).
 CREATE OR REPLACE FUNCTION rag._answer(
-    p_question text, p_tenant text, p_k integer, p_qemb public.vector, p_options jsonb
+    p_question text, p_corrected text, p_tenant text, p_k integer, p_qemb public.vector, p_options jsonb
 )
 RETURNS TABLE (status text, answer text, reason text, citations jsonb, evidence jsonb, chunk_ids bigint[])
 LANGUAGE plpgsql
@@ -49,7 +49,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
-    corrected text := rag._correct_question(p_tenant, p_question);
+    corrected text := p_corrected;
     q tsquery := rag._fts_query(t.ts_config, corrected);
     thresholds jsonb := rag._gate_thresholds(t);
     max_quotes integer := coalesce((p_options ->> 'max_quotes')::integer, 2);
@@ -92,7 +92,7 @@ BEGIN
             coalesce(pg_catalog.string_agg(x.chunk_id || ':' || x.fused_score, ',' ORDER BY x.fused_rank), ''),
             'UTF8')), 'hex')
     INTO ranked, ids, best_sim, fingerprint
-    FROM rag._candidates(p_tenant, p_question, p_qemb, greatest(p_k * 4, 40)) AS x
+    FROM rag._candidates(p_tenant, corrected, p_qemb, greatest(p_k * 4, 40)) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     WHERE x.fused_rank <= p_k;
 
@@ -195,5 +195,5 @@ BEGIN
     RETURN NEXT;
 END
 $fn$;
-COMMENT ON FUNCTION rag._answer(text, text, integer, public.vector, jsonb) IS
+COMMENT ON FUNCTION rag._answer(text, text, text, integer, public.vector, jsonb) IS
 'Internal: retrieve, gate, pick and verify quotes for one question; no logging (rag.ask logs).';

@@ -33,6 +33,7 @@ DECLARE
     has_question boolean;
     t rag.tenant;
     qemb public.vector;
+    corrected text;
     r record;
     ids bigint [] := '{}';
     read_only boolean := pg_catalog.pg_is_in_recovery()
@@ -55,9 +56,10 @@ BEGIN
         evidence := pg_catalog.jsonb_build_object('chunks', '[]'::jsonb, 'complete', false,
             'fingerprint', pg_catalog.encode(pg_catalog.sha256(''::bytea), 'hex'));
     ELSE
-        qemb := rag._query_embedding(ask.tenant, ask.question, ask.query_embedding);
+        corrected := rag._correct_question(ask.tenant, ask.question);
+        qemb := rag._query_embedding(ask.question, corrected, ask.query_embedding);
         t1 := pg_catalog.clock_timestamp();
-        SELECT * INTO r FROM rag._answer(ask.question, ask.tenant, ask.k, qemb, coalesce(ask.options, '{}'));
+        SELECT * INTO r FROM rag._answer(ask.question, corrected, ask.tenant, ask.k, qemb, coalesce(ask.options, '{}'));
         status := r.status;
         answer := r.answer;
         reason := r.reason;

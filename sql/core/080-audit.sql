@@ -119,7 +119,8 @@ BEGIN
         status_now := l.status;
         citations_identical := true;
     ELSE
-        SELECT * INTO r FROM rag._answer(l.question, l.tenant, l.k, l.query_embedding, l.options);
+        SELECT * INTO r FROM rag._answer(l.question, rag._correct_question(l.tenant, l.question), l.tenant, l.k,
+            l.query_embedding, l.options);
         fingerprint_now := r.evidence ->> 'fingerprint';
         chunks_now := r.chunk_ids;
         status_now := r.status;
@@ -146,6 +147,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     qemb public.vector;
+    corrected text;
     r record;
 BEGIN
     IF NOT rag._check_question(explain.question, explain.k) THEN
@@ -153,8 +155,9 @@ BEGIN
         RETURN;
     END IF;
     PERFORM rag._require_tenant(explain.tenant);
-    qemb := rag._query_embedding(explain.tenant, explain.question, NULL);
-    SELECT * INTO r FROM rag._answer(explain.question, explain.tenant, explain.k, qemb, '{}');
+    corrected := rag._correct_question(explain.tenant, explain.question);
+    qemb := rag._query_embedding(explain.question, corrected, NULL);
+    SELECT * INTO r FROM rag._answer(explain.question, corrected, explain.tenant, explain.k, qemb, '{}');
     RETURN QUERY
     SELECT x.fused_rank, x.chunk_id, x.doc_key, c.anchor, c.title, x.vec_rank, x.distance, x.fts_rank,
         x.fts_score, x.trgm_rank, x.trgm_score, x.fused_score,
@@ -167,7 +170,7 @@ BEGIN
                          WHERE (e ->> 'chunk_id')::bigint = x.chunk_id) THEN NULL
             ELSE 'not_quoted'
         END
-    FROM rag._candidates(explain.tenant, explain.question, qemb, greatest(explain.k * 4, 40)) AS x
+    FROM rag._candidates(explain.tenant, corrected, qemb, greatest(explain.k * 4, 40)) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     ORDER BY x.fused_rank;
 END

@@ -16,6 +16,7 @@ DECLARE
     t rag.tenant := rag._require_tenant(calibrate.tenant);
     q jsonb;
     qemb public.vector;
+    corrected text;
     r record;
     n integer;
     i integer := 0;
@@ -64,8 +65,9 @@ BEGIN
 
     FOR q IN SELECT e FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e LOOP
         i := i + 1;
-        qemb := rag._query_embedding(calibrate.tenant, q ->> 'question', NULL);
-        SELECT * INTO r FROM rag._answer(q ->> 'question', calibrate.tenant, 5, qemb, '{}');
+        corrected := rag._correct_question(calibrate.tenant, q ->> 'question');
+        qemb := rag._query_embedding(q ->> 'question', corrected, NULL);
+        SELECT * INTO r FROM rag._answer(q ->> 'question', corrected, calibrate.tenant, 5, qemb, '{}');
         INSERT INTO pg_temp.pgcite_calibration
         SELECT i, coalesce(q ->> 'id', i::text), q ->> 'kind', q ->> 'kind' <> 'out_of_corpus',
             (r.evidence -> 'gate' -> 'signals' ->> 'score')::float8,
