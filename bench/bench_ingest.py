@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import connect, timer  # noqa: E402
 
-MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
+MANUAL = next(iter(sorted(Path("/usr/share/doc").glob("postgresql-doc-*/html"))), Path("/nonexistent"))
 DB_PYTHON = "/opt/pgcite/venv/bin/python"
 PLAIN = """
 import json, sys, time

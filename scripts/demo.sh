@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PGCITE=.venv/bin/pgcite
-MANUAL=/usr/share/doc/postgresql-doc-15/html
+MANUAL=$(ls -d /usr/share/doc/postgresql-doc-*/html | sort -V | head -n1)  # 15 on Debian 12, 17 on 13
 
 echo "== pgcite up"
 DSN=$($PGCITE up)

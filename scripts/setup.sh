@@ -25,8 +25,9 @@ PG_CONFIG="/usr/lib/postgresql/${PGMAJOR}/bin/pg_config"
 
 # ---------------------------------------------------------------- 1. Debian packages
 pkgs=(postgresql-$PGMAJOR postgresql-server-dev-$PGMAJOR postgresql-plpython3-$PGMAJOR postgresql-contrib
-      postgresql-doc-15 build-essential dpkg-dev python3-venv python3-dev ca-certificates)
-[ "$DEB_MAJOR" = 13 ] && pkgs+=(postgresql-$PGMAJOR-pgvector python3-torch)
+      build-essential dpkg-dev python3-venv python3-dev ca-certificates)
+# The manual the demo and the tests ingest: 15 on Debian 12; Debian 13 only ships 17's.
+if [ "$DEB_MAJOR" = 13 ]; then pkgs+=(postgresql-$PGMAJOR-pgvector python3-torch postgresql-doc-17); else pkgs+=(postgresql-doc-15); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,7 +21,8 @@ import pytest
 from pgcite.cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
-MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
+# The PostgreSQL manual shipped by Debian (postgresql-doc-15 on Debian 12, -17 on Debian 13).
+MANUAL = next(iter(sorted(Path("/usr/share/doc").glob("postgresql-doc-*/html"))), Path("/nonexistent"))
 TINY_FILES = ["routine-vacuuming.html", "indexes-types.html"]
 
 

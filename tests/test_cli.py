@@ -12,13 +12,13 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import MANUAL
 
 from pgcite.cli import build_parser, main, print_table
 from pgcite.cluster import Cluster
 from pgcite.ingest_files import detect_format, iter_sources, read_document
 
 ROOT = Path(__file__).resolve().parents[1]
-MANUAL = Path("/usr/share/doc/postgresql-doc-15/html")
 TINY_FILES = ["routine-vacuuming.html", "indexes-types.html"]
 WRAP_Q = "How do I prevent transaction ID wraparound failures?"
 OUT_Q = "What is the capital of Australia?"

