@@ -123,6 +123,28 @@ $fn$;
 COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
 'Internal: websearch_to_tsquery with its AND turned into OR, unless the query negates a term.';
 
+-- What every entry point does first: check k and the question's length, check the tenant (42704/42501),
+-- correct the question's spelling and embed it once. has_question is false for an empty question.
+CREATE OR REPLACE FUNCTION rag._prepare_question(
+    question text, tenant text, k integer, query_embedding public.vector,
+    OUT has_question boolean, OUT corrected text, OUT qemb public.vector
+)
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    has_question := rag._check_question(question, k);
+    PERFORM rag._require_tenant(tenant);
+    IF has_question THEN
+        corrected := rag._correct_question(tenant, question);
+        qemb := rag._query_embedding(question, corrected, query_embedding);
+    END IF;
+END
+$fn$;
+COMMENT ON FUNCTION rag._prepare_question(text, text, integer, public.vector) IS
+'Internal: validates k, question and tenant, then corrects and embeds the question once.';
+
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
 CREATE OR REPLACE FUNCTION rag._candidates(p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer)
 RETURNS TABLE (
@@ -247,20 +269,16 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    qemb public.vector;
-    corrected text;
+    p record;
 BEGIN
-    IF NOT rag._check_question(retrieve.question, retrieve.k) THEN
-        PERFORM rag._require_tenant(retrieve.tenant);
+    p := rag._prepare_question(retrieve.question, retrieve.tenant, retrieve.k, retrieve.query_embedding);
+    IF NOT p.has_question THEN
         RETURN;
     END IF;
-    PERFORM rag._require_tenant(retrieve.tenant);
-    corrected := rag._correct_question(retrieve.tenant, retrieve.question);
-    qemb := rag._query_embedding(retrieve.question, corrected, retrieve.query_embedding);
     RETURN QUERY
     SELECT x.fused_rank, c.chunk_id, c.doc_key, c.doc_version, c.chunk_index, c.anchor, c.title, c.content,
         x.distance, x.trgm_score, x.fts_score, x.fused_score
-    FROM rag._candidates(retrieve.tenant, corrected, qemb, greatest(retrieve.k * 4, 40)) AS x
+    FROM rag._candidates(retrieve.tenant, p.corrected, p.qemb, greatest(retrieve.k * 4, 40)) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     WHERE x.fused_rank <= retrieve.k
     ORDER BY x.fused_rank;

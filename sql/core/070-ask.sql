@@ -30,36 +30,32 @@ DECLARE
     t0 timestamptz := pg_catalog.clock_timestamp();
     t1 timestamptz;
     t2 timestamptz;
-    has_question boolean;
+    p record;
     t rag.tenant;
-    qemb public.vector;
-    corrected text;
     r record;
     ids bigint [] := '{}';
     read_only boolean := pg_catalog.pg_is_in_recovery()
         OR pg_catalog.current_setting('transaction_read_only') = 'on';
     timings jsonb;
 BEGIN
-    has_question := rag._check_question(ask.question, ask.k);
-    t := rag._require_tenant(ask.tenant);
     IF ask.options IS NOT NULL AND pg_catalog.jsonb_typeof(ask.options) <> 'object' THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'options must be a JSON object',
             HINT = 'For example {"max_quotes": 2, "passages": 3}.';
     END IF;
+    p := rag._prepare_question(ask.question, ask.tenant, ask.k, ask.query_embedding);
+    t := rag._require_tenant(ask.tenant);
+    t1 := pg_catalog.clock_timestamp();
 
-    IF NOT has_question THEN
+    IF NOT p.has_question THEN
         status := 'abstained';
         reason := 'empty_question';
         citations := '[]';
         evidence := pg_catalog.jsonb_build_object('chunks', '[]'::jsonb, 'complete', false,
             'fingerprint', pg_catalog.encode(pg_catalog.sha256(''::bytea), 'hex'));
     ELSE
-        corrected := rag._correct_question(ask.tenant, ask.question);
-        qemb := rag._query_embedding(ask.question, corrected, ask.query_embedding);
-        t1 := pg_catalog.clock_timestamp();
-        SELECT * INTO r FROM rag._answer(ask.question, corrected, ask.tenant, ask.k, qemb, coalesce(ask.options, '{}'));
+        SELECT * INTO r FROM rag._answer(ask.question, p.corrected, ask.tenant, ask.k, p.qemb, coalesce(ask.options, '{}'));
         status := r.status;
         answer := r.answer;
         reason := r.reason;
@@ -85,7 +81,7 @@ BEGIN
         )
         VALUES (
             ask.tenant, 0, current_user, t0, coalesce(ask.question, ''), ask.k, coalesce(ask.options, '{}'),
-            rag._answer_settings(), t.model, ask.query_embedding IS NOT NULL, qemb,
+            rag._answer_settings(), t.model, ask.query_embedding IS NOT NULL, p.qemb,
             ids, status, reason, answer, citations, evidence, timings,
             evidence ->> 'fingerprint', ''::bytea
         )

@@ -146,18 +146,14 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    qemb public.vector;
-    corrected text;
+    p record;
     r record;
 BEGIN
-    IF NOT rag._check_question(explain.question, explain.k) THEN
-        PERFORM rag._require_tenant(explain.tenant);
+    p := rag._prepare_question(explain.question, explain.tenant, explain.k, NULL);
+    IF NOT p.has_question THEN
         RETURN;
     END IF;
-    PERFORM rag._require_tenant(explain.tenant);
-    corrected := rag._correct_question(explain.tenant, explain.question);
-    qemb := rag._query_embedding(explain.question, corrected, NULL);
-    SELECT * INTO r FROM rag._answer(explain.question, corrected, explain.tenant, explain.k, qemb, '{}');
+    SELECT * INTO r FROM rag._answer(explain.question, p.corrected, explain.tenant, explain.k, p.qemb, '{}');
     RETURN QUERY
     SELECT x.fused_rank, x.chunk_id, x.doc_key, c.anchor, c.title, x.vec_rank, x.distance, x.fts_rank,
         x.fts_score, x.trgm_rank, x.trgm_score, x.fused_score,
@@ -170,7 +166,7 @@ BEGIN
                          WHERE (e ->> 'chunk_id')::bigint = x.chunk_id) THEN NULL
             ELSE 'not_quoted'
         END
-    FROM rag._candidates(explain.tenant, corrected, qemb, greatest(explain.k * 4, 40)) AS x
+    FROM rag._candidates(explain.tenant, p.corrected, p.qemb, greatest(explain.k * 4, 40)) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     ORDER BY x.fused_rank;
 END

@@ -15,8 +15,7 @@ AS $fn$
 DECLARE
     t rag.tenant := rag._require_tenant(calibrate.tenant);
     q jsonb;
-    qemb public.vector;
-    corrected text;
+    p record;
     r record;
     n integer;
     i integer := 0;
@@ -65,9 +64,8 @@ BEGIN
 
     FOR q IN SELECT e FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e LOOP
         i := i + 1;
-        corrected := rag._correct_question(calibrate.tenant, q ->> 'question');
-        qemb := rag._query_embedding(q ->> 'question', corrected, NULL);
-        SELECT * INTO r FROM rag._answer(q ->> 'question', corrected, calibrate.tenant, 5, qemb, '{}');
+        p := rag._prepare_question(q ->> 'question', calibrate.tenant, 5, NULL);
+        SELECT * INTO r FROM rag._answer(q ->> 'question', p.corrected, calibrate.tenant, 5, p.qemb, '{}');
         INSERT INTO pg_temp.pgcite_calibration
         SELECT i, coalesce(q ->> 'id', i::text), q ->> 'kind', q ->> 'kind' <> 'out_of_corpus',
             (r.evidence -> 'gate' -> 'signals' ->> 'score')::float8,
