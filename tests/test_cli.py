@@ -90,6 +90,15 @@ def test_hidden_files_are_skipped(docs_dir):
     assert [s.doc_key for s in iter_sources([docs_dir])] == ["backups.md", "ops/night.html"]
 
 
+def test_directory_walk_takes_documents_not_stylesheets_or_images(docs_dir):
+    (docs_dir / "stylesheet.css").write_text("body {}")
+    (docs_dir / "gin.svg").write_text("<svg/>")
+    (docs_dir / "notes.txt").write_text("plain notes")
+    assert [s.doc_key for s in iter_sources([docs_dir])] == ["backups.md", "notes.txt", "ops/night.html"]
+    # named explicitly, any file is taken
+    assert [s.doc_key for s in iter_sources([docs_dir / "stylesheet.css"])] == ["stylesheet.css"]
+
+
 def test_read_document_refuses_binary_and_non_utf8(tmp_path):
     (tmp_path / "b.bin").write_bytes(b"\x89PNG\x00\x01")
     (tmp_path / "l.txt").write_bytes("caf\xe9".encode("latin-1"))

@@ -25,6 +25,8 @@ from .types import IngestResult
 
 FORMATS = ("auto", "html", "markdown", "text")
 EXTENSION_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
+# Files a directory walk picks up; files named explicitly (or matched by a glob) are taken whatever they are.
+DOCUMENT_SUFFIXES = frozenset({*EXTENSION_FORMATS, ".txt", ".text", ".rst"})
 _GLOB_CHARS = set("*?[")
 
 
@@ -48,11 +50,12 @@ def _hidden(name: str) -> bool:
 
 
 def _walk_dir(root: Path) -> Iterator[Path]:
-    """Files under root in a stable order (sorted; hidden files and directories skipped)."""
+    """Document files under root in a stable order (sorted; hidden files and directories, and files that are
+    not documents by their suffix — stylesheets, images — skipped)."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
         for name in sorted(filenames):
-            if not _hidden(name):
+            if not _hidden(name) and Path(name).suffix.lower() in DOCUMENT_SUFFIXES:
                 yield Path(dirpath) / name
 
 
