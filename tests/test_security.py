@@ -148,3 +148,14 @@ def test_reader_cannot_ingest(conn):
     with pytest.raises(psycopg.Error) as e:
         conn.execute("SELECT * FROM rag.ingest('tiny', 'x.md', '# X\n\ntext')")
     assert sqlstate_of(e) == "42501"
+
+
+def test_works_with_an_empty_search_path(conn, two_tenants):
+    """Every reference is schema-qualified: nothing depends on the caller's search_path."""
+    ra, _ = two_tenants
+    as_role(conn, ra)
+    conn.execute("SET LOCAL search_path = ''")
+    row = conn.execute("SELECT status FROM rag.ask('When does the alpha team vacuum?', 'alpha')").fetchone()
+    assert row[0] in ("answered", "abstained")
+    assert conn.execute("SELECT count(*) FROM rag.retrieve('vacuum', 'alpha', 3)").fetchone()[0] == 1
+    assert conn.execute("SELECT ok FROM rag.verify_log('alpha')").fetchone()[0] is True
