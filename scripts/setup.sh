@@ -41,7 +41,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ ! -f /etc/postgresql-common/createcluster.conf ] || ! grep -q '^create_main_cluster' /etc/postgresql-common/createcluster.conf; then
     echo "create_main_cluster = false" | $SUDO tee -a /etc/postgresql-common/createcluster.conf >/dev/null
   fi
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends -o Dpkg::Options::=--force-confdef \
+    -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
 else
   log "Debian packages present"
 fi
