@@ -168,9 +168,8 @@ def test_pg_dump_keeps_user_data(pg, db, tmp_path):
 
 
 def test_extension_scripts_are_idempotent_to_reinstall(pg, fresh_db):
-    create = create_database  # same helper the session fixture uses
     drop_database(pg, fresh_db)
-    create(pg, fresh_db)
+    create_database(pg, fresh_db)  # same helper the session fixture uses
     with pg.admin(fresh_db) as c:
         c.execute("DROP EXTENSION pgcite_python")
         c.execute("DROP EXTENSION pgcite")
