@@ -44,6 +44,14 @@ def test_core_works_without_plpython(pg, fresh_db):
             "SELECT rank, title FROM rag.retrieve('index range queries', 'm', 2, %s::vector)", (q,)
         )
         assert hits.fetchall()[0] == (1, "B")
+        # ask without PL/Python: quotes are chosen lexically and verified like any other
+        status, citations, evidence = c.execute(
+            "SELECT status, citations, evidence FROM rag.ask(%s, 'm', 2, %s::vector)",
+            ("Which index handles range queries?", q),
+        ).fetchone()
+        assert status == "answered" and evidence["sentence_scoring"] == "lexical"
+        assert citations[0]["quote"] == "A B-tree index handles equality and range queries."
+        assert citations[0]["verified"] is True
         with pytest.raises(psycopg.Error) as e:
             c.execute("SELECT * FROM rag.retrieve('index range queries', 'm', 2)")
         assert sqlstate_of(e) == "55000"
