@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import psycopg
 import pytest
@@ -85,6 +86,35 @@ def test_caller_supplied_embedding_gives_same_answer(conn):
 def test_typo_question_still_finds_the_section(conn):
     rows = conn.execute("SELECT anchor FROM rag.retrieve('how does vacum freeze work', 'tiny', 3)").fetchall()
     assert any(r[0] and r[0].startswith("VACUUM-FOR-WRAPAROUND") for r in rows), rows
+
+
+def test_typo_correction_fixes_typos_but_keeps_names_the_corpus_lacks(conn):
+    corrected = conn.execute(
+        "SELECT rag._correct_question('tiny', 'vacum freez autovacum_freeze_max_age: work_mem or postgres_fdw?')"
+    ).fetchone()[0]
+    # typos (1-2 edits) are corrected; work_mem and postgres_fdw are not cut down to "work" and "postgres"
+    assert corrected == "vacuum freeze autovacuum_freeze_max_age work_mem or postgres_fdw"
+
+
+def geometric_mean(*values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def test_gate_marks_down_names_the_passages_lack(conn):
+    """A question naming a setting that no top passage mentions scores lower; a found name adds nothing."""
+    lacking = ask(conn, "How should I set work_mem so that sorts of big tables do not spill to disk?")
+    s = lacking["evidence"]["gate"]["signals"]
+    assert s["names"] == 0
+    base = geometric_mean(s["similarity"], s["coverage"], s["sentence"])
+    assert s["score"] == pytest.approx(base * 0.25**0.25, abs=1e-5)
+
+    found = ask(conn, "What happens when a table's age exceeds autovacuum_freeze_max_age?")
+    s = found["evidence"]["gate"]["signals"]
+    assert s["names"] == 1
+    assert s["score"] == pytest.approx(geometric_mean(s["similarity"], s["coverage"], s["sentence"]), abs=1e-5)
+
+    plain = ask(conn, WRAP_Q)["evidence"]["gate"]["signals"]
+    assert plain["names"] is None
 
 
 def test_retrieve_total_order_and_columns(conn):

@@ -20,7 +20,7 @@ def test_create_extension_cascade_in_fresh_database(pg, fresh_db):
         c.execute("CREATE EXTENSION pgcite_python CASCADE")
         rows = dict(c.execute("SELECT extname, extversion FROM pg_extension").fetchall())
     assert rows["pgcite"] == "0.1.0" and rows["pgcite_python"] == "0.1.0"
-    assert {"vector", "pg_trgm", "plpython3u"} <= set(rows)
+    assert {"vector", "pg_trgm", "fuzzystrmatch", "plpython3u"} <= set(rows)
     major, minor = (int(x) for x in rows["vector"].split(".")[:2])
     assert (major, minor) >= (0, 8)
 

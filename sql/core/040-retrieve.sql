@@ -63,6 +63,9 @@ COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 
 -- Question words the tenant's corpus does not know are replaced by the closest known word (pg_trgm),
 -- so "vacum freeze" searches for "vacuum freeze". Words under 4 letters and numbers are kept as they are.
+-- A correction must also be a plausible typo: at most 1 edit for words of up to 5 letters, 2 for longer
+-- ones (Levenshtein), so a name the corpus lacks ("work_mem", "postgres_fdw") is never cut down to a
+-- known word ("work", "postgres") that would hide it from retrieval and from the gate.
 CREATE OR REPLACE FUNCTION rag._correct_question(p_tenant text, p_question text)
 RETURNS text
 LANGUAGE sql
@@ -76,12 +79,14 @@ AS $fn$
         SELECT t.term
         FROM rag.term AS t
         WHERE
-            pg_catalog.length(w.word) >= 4
+            pg_catalog.length(w.word) BETWEEN 4 AND 40
             AND w.word !~ '^[0-9_]+$'
             AND NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = w.word)
             AND t.tenant = p_tenant
             AND t.term OPERATOR(public.%) w.word
             AND public.similarity(t.term, w.word) >= rag._setting('pgcite.typo_similarity', 0.5)
+            AND public.levenshtein_less_equal(t.term, w.word, 2)
+                <= CASE WHEN pg_catalog.length(w.word) <= 5 THEN 1 ELSE 2 END
         ORDER BY public.similarity(t.term, w.word) DESC, t.term
         LIMIT 1
     ) AS fix ON true

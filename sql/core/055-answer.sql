@@ -61,6 +61,7 @@ DECLARE
     n_visible bigint;
     best_sim float8;
     coverage float8;
+    names_found float8;
     best_sentence float8;
     gate_score float8;
     passages jsonb;
@@ -106,6 +107,21 @@ BEGIN
     INTO coverage
     FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected))) AS l (lexeme);
 
+    -- Names the question spells out (snake_case words such as work_mem or pg_basebackup, after typo
+    -- correction): the share of them that the top passages contain. A passage that never names the setting
+    -- or function asked about does not answer the question, however close its topic. NULL: no such name.
+    SELECT avg((EXISTS (
+        SELECT FROM rag.chunk AS c
+        WHERE c.chunk_id = ANY (ids[1:n_passages])
+            AND pg_catalog.lower(c.title || ' ' || c.content) ~ ('\m' || w.word || '\M')
+    ))::integer)
+    INTO names_found
+    FROM (
+        SELECT DISTINCT x.word
+        FROM pg_catalog.regexp_split_to_table(corrected, '\s+') AS x (word)
+        WHERE x.word ~ '[[:alnum:]]_[[:alnum:]]' AND x.word ~ '[[:alpha:]]'
+    ) AS w;
+
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
         ORDER BY o.n), '[]')
     INTO passages
@@ -127,8 +143,11 @@ BEGIN
 
     -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
     -- of the question's words in the top passages, similarity of the best sentence), so one weak signal
-    -- cannot be outvoted by the others; it must reach min_score.
-    SELECT round(exp(avg(ln(greatest(x.v, 1e-6))))::numeric, 6)::float8
+    -- cannot be outvoted by the others. Names the passages lack can only lower it: by the fourth root of
+    -- the share found, floored at 0.25, so a question whose one name is missing keeps 0.71 of its score
+    -- (a user's own column name is a name the corpus cannot know). The score must reach min_score.
+    SELECT round((exp(avg(ln(greatest(x.v, 1e-6))))
+        * pg_catalog.power(greatest(coalesce(names_found, 1), 0.25), 0.25))::numeric, 6)::float8
     INTO gate_score
     FROM (VALUES (coalesce(best_sim, 0)), (coverage), (best_sentence)) AS x (v)
     WHERE x.v IS NOT NULL;
@@ -138,7 +157,7 @@ BEGIN
     gate := pg_catalog.jsonb_build_object(
         'signals', pg_catalog.jsonb_build_object(
             'score', gate_score, 'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
-            'sentence', round(best_sentence::numeric, 6)),
+            'sentence', round(best_sentence::numeric, 6), 'names', round(names_found::numeric, 6)),
         'thresholds', thresholds, 'failed', pg_catalog.to_jsonb(failed), 'passed', failed = '{}',
         'corrected_question', corrected);
     evidence := pg_catalog.jsonb_build_object(
