@@ -89,9 +89,8 @@ def test_typo_question_still_finds_the_section(conn):
 
 
 def test_typo_correction_fixes_typos_but_keeps_names_the_corpus_lacks(conn):
-    corrected = conn.execute(
-        "SELECT rag._correct_question('tiny', 'vacum freez autovacum_freeze_max_age: work_mem or postgres_fdw?')"
-    ).fetchone()[0]
+    question = "vacum freez autovacum_freeze_max_age: work_mem or postgres_fdw?"
+    corrected = conn.execute("SELECT rag._correct_question('tiny', %s)", (question,)).fetchone()[0]
     # typos (1-2 edits) are corrected; work_mem and postgres_fdw are not cut down to "work" and "postgres"
     assert corrected == "vacuum freeze autovacuum_freeze_max_age work_mem or postgres_fdw"
 
@@ -111,7 +110,8 @@ def test_gate_marks_down_names_the_passages_lack(conn):
     found = ask(conn, "What happens when a table's age exceeds autovacuum_freeze_max_age?")
     s = found["evidence"]["gate"]["signals"]
     assert s["names"] == 1
-    assert s["score"] == pytest.approx(geometric_mean(s["similarity"], s["coverage"], s["sentence"]), abs=1e-5)
+    base = geometric_mean(s["similarity"], s["coverage"], s["sentence"])
+    assert s["score"] == pytest.approx(base, abs=1e-5)
 
     plain = ask(conn, WRAP_Q)["evidence"]["gate"]["signals"]
     assert plain["names"] is None
