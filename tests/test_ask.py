@@ -116,6 +116,10 @@ def test_gate_marks_down_names_the_passages_lack(conn):
     plain = ask(conn, WRAP_Q)["evidence"]["gate"]["signals"]
     assert plain["names"] is None
 
+    # the user's own objects are names no corpus can know: they are not counted
+    own = ask(conn, "Should I VACUUM FULL my big_events table or the created_at column of table orders_2024?")
+    assert own["evidence"]["gate"]["signals"]["names"] is None
+
 
 def test_retrieve_total_order_and_columns(conn):
     rows = conn.execute("SELECT * FROM rag.retrieve(%s, 'tiny', 8)", (WRAP_Q,)).fetchall()
