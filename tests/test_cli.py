@@ -328,10 +328,14 @@ def test_calibrate_then_eval_warns(dsn, calibrated_tenant):
     assert code == 0, err
     assert "warning: calibrating on split 'test'" in err
     assert out.strip() and out != "(no rows)\n"
+    # the decision is printed after the table: the stored threshold and its errors
+    last = out.strip().splitlines()[-1]
+    assert last.startswith(f"tenant {calibrated_tenant}: min_score = ") and "from 6 questions" in last
     code, out, err = run_cli(
         "--dsn", dsn, "calibrate", tiny, "--tenant", calibrated_tenant, "--split", "test", "--json"
     )
     assert code == 0 and isinstance(json.loads(out), list)
+    assert f"tenant {calibrated_tenant}: min_score = " in err
     code, out, err = run_cli("--dsn", dsn, "eval", tiny, "--tenant", calibrated_tenant, "--split", "test")
     assert code == 0
     assert "warning: tenant " in err and "not held out" in err

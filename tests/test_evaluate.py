@@ -11,6 +11,7 @@ from pgcite.evaluate import (
     Question,
     QuestionSetError,
     calibration_overlap,
+    calibration_summary,
     error_result,
     first_rank,
     gate_signals,
@@ -289,6 +290,28 @@ def test_shipped_question_sets_load():
     assert len(load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", "calibration")) == 37
     tiny = load_questions(ROOT / "eval" / "tiny.jsonl", "test")
     assert [x.kind for x in tiny].count("out_of_corpus") == 2
+
+
+def test_calibration_summary():
+    separable = {
+        "min_score": 0.61,
+        "separable": True,
+        "gap": 0.04,
+        "questions": 10,
+        "false_answer": 0,
+        "false_abstain": 0,
+        "false_answer_cost": 2,
+    }
+    assert calibration_summary("t", separable) == (
+        "tenant t: min_score = 0.61 from 10 questions; separable (gap 0.0400): midpoint; "
+        "at it 0 wrong answers, 0 wrong abstentions"
+    )
+    overlap = {**separable, "separable": False, "gap": -0.108, "false_answer": 1, "min_score": 0.517795}
+    assert calibration_summary("t", overlap) == (
+        "tenant t: min_score = 0.517795 from 10 questions; overlap 0.1080: lowest cost, a wrong answer "
+        "costing 2 wrong abstentions; at it 1 wrong answers, 0 wrong abstentions"
+    )
+    assert "no calibration" in calibration_summary("t", {})
 
 
 def test_calibration_overlap():

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION rag.calibrate(tenant text, questions jsonb, false_answer_cost float8 DEFAULT 2)
 RETURNS TABLE (
     id text, kind text, answerable boolean, score float8, similarity float8, coverage float8, sentence float8,
-    top_anchor text, expected_in_top_k boolean, answered_at_threshold boolean
+    names float8, top_anchor text, expected_in_top_k boolean, answered_at_threshold boolean
 )
 LANGUAGE plpgsql
 VOLATILE
@@ -58,7 +58,7 @@ BEGIN
 
     CREATE TEMP TABLE IF NOT EXISTS pg_temp.pgcite_calibration (
         ord integer, id text, kind text, answerable boolean, score float8, similarity float8, coverage float8,
-        sentence float8, top_anchor text, expected_in_top_k boolean
+        sentence float8, names float8, top_anchor text, expected_in_top_k boolean
     ) ON COMMIT DROP;
     TRUNCATE pg_temp.pgcite_calibration;
 
@@ -72,6 +72,7 @@ BEGIN
             (r.evidence -> 'gate' -> 'signals' ->> 'similarity')::float8,
             (r.evidence -> 'gate' -> 'signals' ->> 'coverage')::float8,
             (r.evidence -> 'gate' -> 'signals' ->> 'sentence')::float8,
+            (r.evidence -> 'gate' -> 'signals' ->> 'names')::float8,
             r.evidence -> 'chunks' -> 0 ->> 'anchor',
             EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(r.evidence -> 'chunks') AS c,
                         pg_catalog.jsonb_array_elements_text(coalesce(q -> 'expect', '[]')) AS a
@@ -139,7 +140,7 @@ BEGIN
     RAISE NOTICE 'calibrate: these questions must not be used to score this tenant (see rag.tenant.gate.calibrated_on)';
 
     RETURN QUERY
-    SELECT c.id, c.kind, c.answerable, c.score, c.similarity, c.coverage, c.sentence, c.top_anchor,
+    SELECT c.id, c.kind, c.answerable, c.score, c.similarity, c.coverage, c.sentence, c.names, c.top_anchor,
         c.expected_in_top_k, c.score >= threshold
     FROM pg_temp.pgcite_calibration AS c
     ORDER BY c.ord;

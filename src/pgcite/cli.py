@@ -23,6 +23,7 @@ from .evaluate import (
     QuestionResult,
     QuestionSetError,
     calibration_overlap,
+    calibration_summary,
     gate_signals,
     gate_thresholds,
     load_questions,
@@ -440,10 +441,13 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     with _client(args) as client:
         rows = client.calibrate(args.tenant, [q.for_calibrate() for q in questions])
+        summary = calibration_summary(args.tenant, client.tenant_gate(args.tenant))
     if args.json:
         _json(rows, out)
+        err.write(summary + "\n")
     else:
         print_table(rows, out)
+        out.write(summary + "\n")
     return EXIT_OK
 
 

@@ -381,6 +381,23 @@ def calibration_overlap(question_ids: Iterable[str], gate: Mapping[str, Any]) ->
     return [i for i in question_ids if i in seen]
 
 
+def calibration_summary(tenant: str, gate: Mapping[str, Any]) -> str:
+    """One line saying what rag.calibrate decided and stored (rag.tenant.gate)."""
+    if "min_score" not in gate:
+        return f"tenant {tenant} has no calibration: the gate uses pgcite.min_score (default 0.5)"
+    gap = float(gate.get("gap", 0.0))
+    how = (
+        f"separable (gap {gap:.4f}): midpoint"
+        if gate.get("separable")
+        else f"overlap {-gap:.4f}: lowest cost, a wrong answer costing {gate.get('false_answer_cost')} "
+        "wrong abstentions"
+    )
+    threshold = float(gate["min_score"])
+    errors = f"{gate.get('false_answer')} wrong answers, {gate.get('false_abstain')} wrong abstentions"
+    decided = f"tenant {tenant}: min_score = {threshold:.6g} from {gate.get('questions')} questions"
+    return f"{decided}; {how}; at it {errors}"
+
+
 # ---------------------------------------------------------------------- runner
 def run(
     ask: Callable[[str], Answer],
