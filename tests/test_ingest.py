@@ -76,6 +76,25 @@ def test_reingest_identical_is_a_noop(conn):
     assert embedded_texts(conn) == embedded  # no embedding work
 
 
+def test_new_chunker_version_rechunks_an_unchanged_body(conn):
+    """After an upgrade that changes chunking, re-ingesting the same body makes a new version, not a no-op;
+    chunk texts that did not change keep their embeddings."""
+    conn.execute("SELECT rag.create_tenant('rechunk')")
+    md = "# Alpha\n\nAlpha text about vacuum.\n\n# Beta\n\nBeta text about indexes.\n"
+    assert ingest(conn, "rechunk", "doc.md", md)[1:3] == (1, "inserted")
+    assert ingest(conn, "rechunk", "doc.md", md)[1:3] == (1, "unchanged")
+    embedded = embedded_texts(conn)
+    version = conn.execute("SELECT rag._chunker_version()").fetchone()[0]
+    # stand in for the next release's chunker (rolled back with the test's transaction)
+    next_release = f"SELECT {version + 1}"
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION rag._chunker_version() RETURNS integer LANGUAGE sql AS "
+        + psycopg.sql.quote(next_release)
+    )
+    assert ingest(conn, "rechunk", "doc.md", md)[1:4] == (2, "updated", 2)
+    assert embedded_texts(conn) == embedded  # same chunk texts: embeddings reused
+
+
 def test_changed_document_new_version_reuses_embeddings(conn):
     conn.execute("SELECT rag.create_tenant('chg')")
     parts = ["# Alpha", "Alpha text about vacuum.", "# Beta", "Beta text about indexes.", "# Gamma", "Gamma."]

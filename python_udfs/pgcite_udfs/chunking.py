@@ -24,6 +24,11 @@ from dataclasses import dataclass, field
 
 from .sentences import split_sentences
 
+# Bump when the chunks produced for the same input change: rag.ingest folds it into a document's hash,
+# so re-ingesting after an upgrade re-chunks (reusing the embeddings of unchanged chunk texts) instead of
+# reporting "unchanged". 2: HTML comments dropped from Markdown.
+CHUNKER_VERSION = 2
+
 __all__ = [
     "Chunk",
     "InputError",
@@ -1111,11 +1116,50 @@ def _front_matter(lines: list[str]) -> tuple[int, str | None]:
     return 0, None
 
 
+def _drop_md_comments(lines: list[str]) -> list[str]:
+    """HTML comments (`<!-- ... -->`, possibly over several lines) removed outside code fences: they are
+    not rendered, so they are not content (markdownlint directives, YAML history notes). Line count kept."""
+    out: list[str] = []
+    fence: str | None = None
+    in_comment = False
+    for line in lines:
+        if fence is not None:
+            if _fence_closes(line, fence):
+                fence = None
+            out.append(line)
+            continue
+        if not in_comment:
+            m = _MD_FENCE_RE.match(line)
+            if m:
+                fence = m.group(1)
+                out.append(line)
+                continue
+        kept, rest = [], line
+        while rest:
+            if in_comment:
+                end = rest.find("-->")
+                if end < 0:
+                    rest = ""
+                else:
+                    rest, in_comment = rest[end + 3 :], False
+            else:
+                start = rest.find("<!--")
+                if start < 0:
+                    kept.append(rest)
+                    rest = ""
+                else:
+                    kept.append(rest[:start])
+                    rest, in_comment = rest[start + 4 :], True
+        text = "".join(kept)
+        out.append(text if text.strip() or not line.strip() else "")
+    return out
+
+
 def chunk_markdown(md: str, max_tokens: int = 256, count_tokens=None) -> ParseResult:
-    """Chunk Markdown on ATX and setext headings (never inside code fences)."""
+    """Chunk Markdown on ATX and setext headings (never inside code fences); HTML comments are dropped."""
     count = count_tokens if isinstance(count_tokens, _Counter) else _Counter(count_tokens)
     result = ParseResult(format="markdown")
-    lines = md.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = _drop_md_comments(md.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
     skip, fm_title = _front_matter(lines)
 
     # (first line, line after the heading, level, text)

@@ -631,3 +631,20 @@ def test_huge_heading_is_clipped(token_counter):
         assert c.title.startswith("word0 word1") and c.title.endswith("\u2026")
         assert token_counter(c.title) <= 256 // 4
         assert fits(c, token_counter)
+
+
+def test_markdown_html_comments_are_not_content():
+    md = (
+        "# fs.read(fd)\n"
+        "<!-- YAML\nadded: v0.1.8\nchanges:\n  - version: v10.0.0\n-->\n\n"
+        "Reads data <!-- lint ignore --> from the file.\n\n"
+        "```html\n<!-- kept: this is code -->\n```\n"
+        "# Only a comment\n<!-- nothing else here -->\n"
+    )
+    res = chunk_markdown(md)
+    assert [c.title for c in res.chunks] == ["fs.read(fd)"]
+    body = res.chunks[0].content
+    assert "YAML" not in body and "lint ignore" not in body and "added:" not in body
+    assert "Reads data  from the file." in body
+    assert "<!-- kept: this is code -->" in body
+    assert res.empty_sections == ["only-a-comment"]

@@ -14,6 +14,20 @@ $fn$;
 COMMENT ON FUNCTION rag._parse(text, text, integer, integer) IS
 'Internal: parses a document: {format, title, sections_found, empty_sections, chunks} or {error}.';
 
+CREATE OR REPLACE FUNCTION rag._chunker_version()
+RETURNS integer
+LANGUAGE plpython3u
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+if "pgcite_site" not in GD:
+    plpy.execute("SELECT rag._python_init()")
+from pgcite_udfs import chunking
+return chunking.CHUNKER_VERSION
+$fn$;
+COMMENT ON FUNCTION rag._chunker_version() IS
+'Internal: the version of the chunker; part of a document''s hash in rag.ingest, so an upgrade re-chunks.';
+
 -- The parsed document, or the parser's complaint raised with its SQLSTATE, DETAIL and HINT.
 CREATE OR REPLACE FUNCTION rag._parsed(body text, format text, max_tokens integer, overlap integer)
 RETURNS jsonb

@@ -24,7 +24,10 @@ BEGIN
             MESSAGE = pg_catalog.format('unknown format "%s"', ingest.format),
             HINT = 'Use auto, html, markdown or text.';
     END IF;
-    doc_hash := rag._document_hash(ingest.body, fmt, ingest.title, ingest.source_url, ingest.metadata);
+    -- The chunker's version is part of the hash: after an upgrade that changes chunking, the same body is
+    -- re-chunked (a new version; unchanged chunk texts keep their embeddings) rather than "unchanged".
+    doc_hash := rag._document_hash(ingest.body, fmt || ';chunker=' || rag._chunker_version(), ingest.title,
+        ingest.source_url, ingest.metadata);
     IF rag._lock_document(p_tenant, p_key, doc_hash) THEN
         RETURN QUERY SELECT d.doc_key, d.version, 'unchanged'::text, d.chunk_count, d.empty_sections
         FROM rag.document AS d WHERE d.tenant = p_tenant AND d.doc_key = p_key AND d.retired_at IS NULL;
