@@ -66,6 +66,18 @@ def _token_counter(GD):
     return counter
 
 
+def common_words(plpy, GD, words) -> list[str]:
+    """rag._common_words: the words that are ordinary English words (the model's vocabulary)."""
+    vocabulary = GD.get("vocabulary")
+    if vocabulary is None:
+        from .words import load_vocabulary
+
+        vocabulary = GD["vocabulary"] = load_vocabulary(embed.tokenizer_path())
+    from .words import common_words as pick
+
+    return pick(vocabulary, words or [])
+
+
 def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
     """rag._parse: JSON {format, title, sections_found, empty_sections, chunks: [...]} or {error: {...}}."""
     from .chunking import InputError

@@ -65,15 +65,33 @@ COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 -- so "vacum freeze" searches for "vacuum freeze". Words under 4 letters and numbers are kept as they are.
 -- A correction must also be a plausible typo: at most 1 edit for words of up to 5 letters, 2 for longer
 -- ones (Levenshtein), so a name the corpus lacks ("work_mem", "postgres_fdw") is never cut down to a
--- known word ("work", "postgres") that would hide it from retrieval and from the gate.
+-- known word ("work", "postgres") that would hide it from retrieval and from the gate. With that bound
+-- the trigram cut-off only finds candidates (0.3, pg_trgm's own default, lets "indx" reach "index");
+-- the fewest edits win, then the higher similarity. With pgcite_python, ordinary English words
+-- (rag._common_words: "spill", "sentence") are never corrected: they are not typos.
 CREATE OR REPLACE FUNCTION rag._correct_question(p_tenant text, p_question text)
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    unknown text [];
+    real_words text [] := '{}';
+    corrected text;
+BEGIN
+    SELECT pg_catalog.array_agg(DISTINCT m.a[1])
+    INTO unknown
+    FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') AS m (a)
+    WHERE NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = m.a[1]);
+    IF unknown IS NOT NULL AND pg_catalog.to_regprocedure('rag._common_words(text[])') IS NOT NULL THEN
+        EXECUTE 'SELECT rag._common_words($1)' INTO real_words USING unknown;
+    END IF;
+
     SELECT coalesce(pg_catalog.string_agg(coalesce(fix.term, w.word), ' ' ORDER BY w.n), '')
-    FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY AS m (a, n)
+    INTO corrected
+    FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY
+        AS m (a, n)
     CROSS JOIN LATERAL (SELECT m.a[1] AS word, m.n) AS w
     LEFT JOIN LATERAL (
         SELECT t.term
@@ -81,15 +99,18 @@ AS $fn$
         WHERE
             pg_catalog.length(w.word) BETWEEN 4 AND 40
             AND w.word !~ '^[0-9_]+$'
-            AND NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = w.word)
+            AND w.word = ANY (unknown)
+            AND NOT (w.word = ANY (real_words))
             AND t.tenant = p_tenant
             AND t.term OPERATOR(public.%) w.word
-            AND public.similarity(t.term, w.word) >= rag._setting('pgcite.typo_similarity', 0.5)
+            AND public.similarity(t.term, w.word) >= rag._setting('pgcite.typo_similarity', 0.3)
             AND public.levenshtein_less_equal(t.term, w.word, 2)
                 <= CASE WHEN pg_catalog.length(w.word) <= 5 THEN 1 ELSE 2 END
-        ORDER BY public.similarity(t.term, w.word) DESC, t.term
+        ORDER BY public.levenshtein_less_equal(t.term, w.word, 2), public.similarity(t.term, w.word) DESC, t.term
         LIMIT 1
-    ) AS fix ON true
+    ) AS fix ON true;
+    RETURN corrected;
+END
 $fn$;
 COMMENT ON FUNCTION rag._correct_question(text, text) IS
 'Internal: the question in lower case with unknown words replaced by the nearest word of the tenant''s corpus.';

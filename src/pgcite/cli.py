@@ -380,6 +380,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise QuestionSetError(f"{args.questions}: no questions in split {args.split!r}")
     warnings: list[str] = []
     with _client(args) as client:
+        client.retrieve("", args.tenant, k=1)  # an unknown tenant (42704) or a non-member (42501) stops here
         overlap = calibration_overlap([q.id for q in questions], client.tenant_gate(args.tenant))
         if overlap:
             warnings.append(
@@ -427,6 +428,9 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         print_summary(summary, out)
         _print_misses(results, out)
+    if summary["errors"]:
+        err.write(f"pgcite: {summary['errors']} questions failed with an error; the totals count them as misses\n")
+        return EXIT_CHECK_FAILED
     return EXIT_OK
 
 
