@@ -429,7 +429,8 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print_summary(summary, out)
         _print_misses(results, out)
     if summary["errors"]:
-        err.write(f"pgcite: {summary['errors']} questions failed with an error; the totals count them as misses\n")
+        failed = summary["errors"]
+        err.write(f"pgcite: {failed} questions failed with an error; the totals count them as misses\n")
         return EXIT_CHECK_FAILED
     return EXIT_OK
 
