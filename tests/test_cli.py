@@ -296,6 +296,21 @@ def test_eval_json_and_report(dsn, tmp_path):
     assert "<svg" in html and "tiny-005" in html
 
 
+def test_eval_unknown_tenant_stops_before_asking_and_failed_questions_exit_1(dsn, tmp_path):
+    tiny = str(ROOT / "eval" / "tiny.jsonl")
+    code, out, err = run_cli("--dsn", dsn, "eval", tiny, "--tenant", "no_such_tenant", "--no-progress")
+    assert code == 2 and out == "" and "42704" in err
+    long = tmp_path / "long.jsonl"
+    lines = [
+        {"id": "big", "question": "vacuum " * 700, "expect": ["X"], "kind": "answerable"},
+        {"id": "ok", "question": "What is the capital of Australia?", "expect": [], "kind": "out_of_corpus"},
+    ]
+    long.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, out, err = run_cli("--dsn", dsn, "eval", str(long), "--tenant", "tiny", "--no-progress")
+    assert code == 1 and "1 questions failed with an error" in err
+    assert "big [answerable] expected X; got ERROR [54000]" in out
+
+
 def test_eval_human_output_and_split(dsn):
     code, out, err = run_cli(
         "--dsn", dsn, "eval", str(ROOT / "eval" / "tiny.jsonl"), "--tenant", "tiny", "--split", "calibration"

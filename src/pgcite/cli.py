@@ -540,12 +540,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True)
     p.add_argument("--json", action="store_true")
 
-    p = command("eval", cmd_eval, "ask every question of a JSONL set and score answers and citations")
+    p = command(
+        "eval",
+        cmd_eval,
+        "ask every question of a JSONL set and score answers and citations (exit 1 if one failed)",
+    )
     p.add_argument("questions", metavar="QUESTIONS.jsonl")
     p.add_argument("--tenant", required=True)
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--split", choices=("calibration", "test", "all"), default="all")
-    p.add_argument("--signal", help="gate signal to report separation on (default: similarity)")
+    p.add_argument("--signal", help="gate signal to report separation on (default: score)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--no-progress", action="store_true")
