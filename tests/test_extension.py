@@ -19,10 +19,73 @@ def test_create_extension_cascade_in_fresh_database(pg, fresh_db):
         c.execute("CREATE EXTENSION pgcite CASCADE")
         c.execute("CREATE EXTENSION pgcite_python CASCADE")
         rows = dict(c.execute("SELECT extname, extversion FROM pg_extension").fetchall())
-    assert rows["pgcite"] == "0.1.0" and rows["pgcite_python"] == "0.1.0"
+    assert rows["pgcite"] == "0.2.0" and rows["pgcite_python"] == "0.2.0"
     assert {"vector", "pg_trgm", "fuzzystrmatch", "plpython3u"} <= set(rows)
     major, minor = (int(x) for x in rows["vector"].split(".")[:2])
     assert (major, minor) >= (0, 8)
+
+
+# Everything a version defines, by name and text (internal RI trigger names carry OIDs: left out).
+CATALOG = """
+SELECT 'function ' || p.oid::regprocedure::text || ' ' || md5(pg_get_functiondef(p.oid))
+       || ' acl ' || coalesce(p.proacl::text, '')
+       || ' comment ' || coalesce(obj_description(p.oid, 'pg_proc'), '')
+FROM pg_proc AS p WHERE p.pronamespace = 'rag'::regnamespace
+UNION ALL
+SELECT 'member ' || e.extname || ' ' || pg_describe_object(d.classid, d.objid, d.objsubid)
+FROM pg_depend AS d JOIN pg_extension AS e ON e.oid = d.refobjid
+WHERE d.deptype = 'e' AND e.extname LIKE 'pgcite%'
+UNION ALL
+SELECT format('policy %s %s %s %s %s', tablename, policyname, roles, qual, with_check)
+FROM pg_policies WHERE schemaname = 'rag'
+UNION ALL
+SELECT 'trigger ' || tgname || ' ' || pg_get_triggerdef(oid) FROM pg_trigger
+WHERE NOT tgisinternal AND tgrelid::regclass::text LIKE 'rag.%'
+UNION ALL
+SELECT format('column %s.%s %s %s', c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull)
+FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid
+WHERE c.relnamespace = 'rag'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+UNION ALL
+SELECT 'table acl ' || c.relname || ' ' || coalesce(c.relacl::text, '')
+FROM pg_class AS c WHERE c.relnamespace = 'rag'::regnamespace
+ORDER BY 1
+"""
+
+
+def test_update_from_the_previous_release_equals_a_fresh_install_and_keeps_data(pg, fresh_db):
+    """ALTER EXTENSION ... UPDATE from 0.1.0 (frozen in extension/released/) gives exactly what a fresh
+    install of this version gives, and the data stored under 0.1.0 is still there and still answers."""
+    with pg.admin(fresh_db) as c:
+        c.execute("CREATE EXTENSION pgcite VERSION '0.1.0' CASCADE")
+        c.execute("CREATE EXTENSION pgcite_python VERSION '0.1.0' CASCADE")
+        c.execute("SELECT rag.create_tenant('old')")
+        md = "# Autovacuum\n\nThe autovacuum daemon removes dead tuples in the background.\n"
+        assert (
+            c.execute("SELECT status FROM rag.ingest('old', 'doc.md', %s)", (md,)).fetchone()[0] == "inserted"
+        )
+        c.execute("SELECT status FROM rag.ask('What removes dead tuples?', 'old', 1)")  # logged under 0.1.0
+        c.execute("ALTER EXTENSION pgcite UPDATE")
+        c.execute("ALTER EXTENSION pgcite_python UPDATE")
+        versions = dict(c.execute("SELECT extname, extversion FROM pg_extension").fetchall())
+        assert versions["pgcite"] == "0.2.0" and versions["pgcite_python"] == "0.2.0"
+        upgraded = [r[0] for r in c.execute(CATALOG).fetchall()]
+        status, citations = c.execute(
+            "SELECT status, citations FROM rag.ask('What removes dead tuples?', 'old', 1)"
+        ).fetchone()
+        assert status == "answered" and citations[0]["quote"].startswith("The autovacuum daemon removes")
+        assert c.execute("SELECT ok, checked FROM rag.verify_log('old')").fetchone() == (True, 2)
+        # the same body after the upgrade: the chunker's version is part of the hash now, so it is re-chunked
+        again = c.execute("SELECT status FROM rag.ingest('old', 'doc.md', %s)", (md,)).fetchone()[0]
+        assert again == "updated"
+    fresh = f"{fresh_db}_new"
+    create_database(pg, fresh)
+    try:
+        with pg.admin(fresh) as c:
+            installed = [r[0] for r in c.execute(CATALOG).fetchall()]
+    finally:
+        drop_database(pg, fresh)
+    assert any(x.startswith("function rag.calibrate(") for x in installed)
+    assert upgraded == installed
 
 
 def test_core_works_without_plpython(pg, fresh_db):

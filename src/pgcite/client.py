@@ -30,7 +30,7 @@ Row = dict[str, Any]
 EmbeddingLike = Vector | Sequence[float] | Any  # list, tuple, numpy array or pgvector.Vector
 
 APPLICATION_NAME = "pgcite"
-PGCITE_EXTENSIONS = ("pgcite", "pgcite_python", "vector", "pg_trgm", "plpython3u")
+PGCITE_EXTENSIONS = ("pgcite", "pgcite_python", "vector", "pg_trgm", "fuzzystrmatch", "plpython3u")
 
 
 def resolve_dsn(dsn: str | None = None) -> str:

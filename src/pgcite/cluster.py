@@ -200,16 +200,20 @@ class Cluster:
             _run([str(pg_bindir() / "pg_ctl"), "-D", str(self.datadir), "-m", "fast", "-w", "stop"])
 
     def ensure_database(self, dbname: str = DB_NAME, python: bool = True) -> None:
-        """Creates the database (if missing) with the extensions installed."""
+        """Creates the database (if missing) with the extensions installed and updated to the installed
+        version (the private cluster is pgcite's own: `pgcite up` after an upgrade updates it)."""
         import psycopg
 
         with psycopg.connect(self.dsn("postgres"), autocommit=True) as conn:
             if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone() is None:
                 conn.execute(f'CREATE DATABASE "{dbname}"')
         with psycopg.connect(self.dsn(dbname), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS fuzzystrmatch SCHEMA public")  # required since 0.2.0
             conn.execute("CREATE EXTENSION IF NOT EXISTS pgcite CASCADE")
+            conn.execute("ALTER EXTENSION pgcite UPDATE")
             if python:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pgcite_python CASCADE")
+                conn.execute("ALTER EXTENSION pgcite_python UPDATE")
 
     def destroy(self) -> None:
         self.stop()
