@@ -149,6 +149,34 @@ $fn$;
 COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
 'Internal: websearch_to_tsquery with its AND turned into OR, unless the query negates a term.';
 
+-- Names the question spells out: snake_case words such as work_mem or pg_basebackup (of the corrected
+-- question, so a misspelt name is already fixed), in order of appearance. A name the question presents as
+-- the user's own object ("my big_events", "the created_at column", "table orders_2024") is left out: no
+-- corpus can know it.
+CREATE OR REPLACE FUNCTION rag._question_names(p_corrected text)
+RETURNS text[]
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.array_agg(y.word ORDER BY y.first_n), '{}')
+    FROM (
+        SELECT x.word, min(x.n) AS first_n
+        FROM (
+            SELECT s.word, s.n,
+                pg_catalog.lag(s.word) OVER (ORDER BY s.n) AS word_before,
+                pg_catalog.lead(s.word) OVER (ORDER BY s.n) AS word_after
+            FROM pg_catalog.regexp_split_to_table(p_corrected, '\s+') WITH ORDINALITY AS s (word, n)
+        ) AS x
+        WHERE x.word ~ '^[[:alnum:]_]+$' AND x.word ~ '[[:alnum:]]_[[:alnum:]]' AND x.word ~ '[[:alpha:]]'
+            AND NOT coalesce(x.word_before ~ '^(my|our|your|columns?|tables?|fields?|views?|schemas?|databases?)$', false)
+            AND NOT coalesce(x.word_after ~ '^(columns?|tables?|fields?|views?|schemas?|databases?)$', false)
+        GROUP BY x.word
+    ) AS y
+$fn$;
+COMMENT ON FUNCTION rag._question_names(text) IS
+'Internal: the snake_case names of a corrected question (settings, functions), not the user''s own objects.';
+
 -- What every entry point does first: check k and the question's length, check the tenant (42704/42501),
 -- correct the question's spelling and embed it once. has_question is false for an empty question.
 CREATE OR REPLACE FUNCTION rag._prepare_question(

@@ -107,29 +107,16 @@ BEGIN
     INTO coverage
     FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected))) AS l (lexeme);
 
-    -- Names the question spells out (snake_case words such as work_mem or pg_basebackup, after typo
-    -- correction): the share of them that the top passages contain. A passage that never names the setting
-    -- or function asked about does not answer the question, however close its topic. A name the question
-    -- presents as the user's own object ("my big_events", "the created_at column", "table orders_2024")
-    -- is not counted: no corpus can know it. NULL: no name counted.
+    -- The question's names (rag._question_names: settings, functions, not the user's own objects): the
+    -- share of them that the top passages contain. A passage that never names the setting or function
+    -- asked about does not answer the question, however close its topic. NULL: the question names none.
     SELECT avg((EXISTS (
         SELECT FROM rag.chunk AS c
         WHERE c.chunk_id = ANY (ids[1:n_passages])
-            AND pg_catalog.lower(c.title || ' ' || c.content) ~ ('\m' || w.word || '\M')
+            AND pg_catalog.lower(c.title || ' ' || c.content) ~ ('\m' || x.name || '\M')
     ))::integer)
     INTO names_found
-    FROM (
-        SELECT DISTINCT x.word
-        FROM (
-            SELECT s.word,
-                pg_catalog.lag(s.word) OVER (ORDER BY s.n) AS word_before,
-                pg_catalog.lead(s.word) OVER (ORDER BY s.n) AS word_after
-            FROM pg_catalog.regexp_split_to_table(corrected, '\s+') WITH ORDINALITY AS s (word, n)
-        ) AS x
-        WHERE x.word ~ '[[:alnum:]]_[[:alnum:]]' AND x.word ~ '[[:alpha:]]'
-            AND NOT coalesce(x.word_before ~ '^(my|our|your|columns?|tables?|fields?|views?|schemas?|databases?)$', false)
-            AND NOT coalesce(x.word_after ~ '^(columns?|tables?|fields?|views?|schemas?|databases?)$', false)
-    ) AS w;
+    FROM pg_catalog.unnest(rag._question_names(corrected)) AS x (name);
 
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
         ORDER BY o.n), '[]')

@@ -1,2 +1,0 @@
--- 0.2.0: rag.calibrate's result gained the column `names` (a changed result type cannot be replaced).
-DROP FUNCTION IF EXISTS rag.calibrate(text, jsonb, float8);
