@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from . import embed
+from . import words as english
 
 # SQLSTATEs of our own (class PC), listed in docs/errors.md and mapped by the client.
 ENV_MISSING = "PC001"
@@ -67,15 +68,12 @@ def _token_counter(GD):
 
 
 def common_words(plpy, GD, words) -> list[str]:
-    """rag._common_words: the words that are ordinary English words (the model's vocabulary)."""
+    """rag._common_words: the words that are ordinary English words (the model's vocabulary, read from the
+    tokenizer the backend already holds for counting word pieces)."""
     vocabulary = GD.get("vocabulary")
     if vocabulary is None:
-        from .words import load_vocabulary
-
-        vocabulary = GD["vocabulary"] = load_vocabulary(embed.tokenizer_path())
-    from .words import common_words as pick
-
-    return pick(vocabulary, words or [])
+        vocabulary = GD["vocabulary"] = english.whole_words(_token_counter(GD).tokenizer.get_vocab())
+    return english.common_words(vocabulary, words or [])
 
 
 def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:

@@ -9,15 +9,19 @@ entries of the vocabulary, so they stay candidates for correction.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 
-def load_vocabulary(tokenizer_json_path: str) -> frozenset[str]:
-    """The whole alphabetic words of a WordPiece tokenizer.json (continuations `##x` excluded)."""
-    with open(tokenizer_json_path, encoding="utf-8") as f:
-        vocab = json.load(f)["model"]["vocab"]
+def whole_words(vocab: Iterable[str]) -> frozenset[str]:
+    """The whole alphabetic words of a WordPiece vocabulary (continuations `##x` excluded)."""
     return frozenset(w for w in vocab if w.isascii() and w.isalpha() and len(w) > 1)
+
+
+def load_vocabulary(tokenizer_json_path: str) -> frozenset[str]:
+    """whole_words of a tokenizer.json."""
+    from tokenizers import Tokenizer
+
+    return whole_words(Tokenizer.from_file(tokenizer_json_path).get_vocab())
 
 
 def common_words(vocabulary: frozenset[str], words: Iterable[str | None]) -> list[str]:

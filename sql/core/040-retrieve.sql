@@ -76,23 +76,27 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
+    words text [] := ARRAY(
+        SELECT m.a[1]
+        FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY AS m (a, n)
+        ORDER BY m.n
+    );
+    min_similarity float8 := rag._setting('pgcite.typo_similarity', 0.3);
     unknown text [];
     real_words text [] := '{}';
     corrected text;
 BEGIN
-    SELECT pg_catalog.array_agg(DISTINCT m.a[1])
+    SELECT pg_catalog.array_agg(DISTINCT u.word)
     INTO unknown
-    FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') AS m (a)
-    WHERE NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = m.a[1]);
+    FROM pg_catalog.unnest(words) AS u (word)
+    WHERE NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = u.word);
     IF unknown IS NOT NULL AND pg_catalog.to_regprocedure('rag._common_words(text[])') IS NOT NULL THEN
         EXECUTE 'SELECT rag._common_words($1)' INTO real_words USING unknown;
     END IF;
 
     SELECT coalesce(pg_catalog.string_agg(coalesce(fix.term, w.word), ' ' ORDER BY w.n), '')
     INTO corrected
-    FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY
-        AS m (a, n)
-    CROSS JOIN LATERAL (SELECT m.a[1] AS word, m.n) AS w
+    FROM pg_catalog.unnest(words) WITH ORDINALITY AS w (word, n)
     LEFT JOIN LATERAL (
         SELECT t.term
         FROM rag.term AS t
@@ -103,7 +107,7 @@ BEGIN
             AND NOT (w.word = ANY (real_words))
             AND t.tenant = p_tenant
             AND t.term OPERATOR(public.%) w.word
-            AND public.similarity(t.term, w.word) >= rag._setting('pgcite.typo_similarity', 0.3)
+            AND public.similarity(t.term, w.word) >= min_similarity
             AND public.levenshtein_less_equal(t.term, w.word, 2)
                 <= CASE WHEN pg_catalog.length(w.word) <= 5 THEN 1 ELSE 2 END
         ORDER BY public.levenshtein_less_equal(t.term, w.word, 2), public.similarity(t.term, w.word) DESC, t.term
@@ -148,34 +152,6 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
 'Internal: websearch_to_tsquery with its AND turned into OR, unless the query negates a term.';
-
--- Names the question spells out: snake_case words such as work_mem or pg_basebackup (of the corrected
--- question, so a misspelt name is already fixed), in order of appearance. A name the question presents as
--- the user's own object ("my big_events", "the created_at column", "table orders_2024") is left out: no
--- corpus can know it.
-CREATE OR REPLACE FUNCTION rag._question_names(p_corrected text)
-RETURNS text[]
-LANGUAGE sql
-IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-    SELECT coalesce(pg_catalog.array_agg(y.word ORDER BY y.first_n), '{}')
-    FROM (
-        SELECT x.word, min(x.n) AS first_n
-        FROM (
-            SELECT s.word, s.n,
-                pg_catalog.lag(s.word) OVER (ORDER BY s.n) AS word_before,
-                pg_catalog.lead(s.word) OVER (ORDER BY s.n) AS word_after
-            FROM pg_catalog.regexp_split_to_table(p_corrected, '\s+') WITH ORDINALITY AS s (word, n)
-        ) AS x
-        WHERE x.word ~ '^[[:alnum:]_]+$' AND x.word ~ '[[:alnum:]]_[[:alnum:]]' AND x.word ~ '[[:alpha:]]'
-            AND NOT coalesce(x.word_before ~ '^(my|our|your|columns?|tables?|fields?|views?|schemas?|databases?)$', false)
-            AND NOT coalesce(x.word_after ~ '^(columns?|tables?|fields?|views?|schemas?|databases?)$', false)
-        GROUP BY x.word
-    ) AS y
-$fn$;
-COMMENT ON FUNCTION rag._question_names(text) IS
-'Internal: the snake_case names of a corrected question (settings, functions), not the user''s own objects.';
 
 -- What every entry point does first: check k and the question's length, check the tenant (42704/42501),
 -- correct the question's spelling and embed it once. has_question is false for an empty question.

@@ -32,22 +32,6 @@ $fn$;
 COMMENT ON FUNCTION rag.embed_many(text[]) IS
 'Embeddings of many texts in batches; ord is the 1-based position in the input array (NULL in, NULL out).';
 
--- Spelling correction asks which unknown question words are ordinary English words (kept as they are).
-CREATE OR REPLACE FUNCTION rag._common_words(words text[])
-RETURNS text[]
-LANGUAGE plpython3u
-STABLE
-STRICT
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-if "pgcite_site" not in GD:
-    plpy.execute("SELECT rag._python_init()")
-from pgcite_udfs import udf
-return udf.common_words(plpy, GD, words)
-$fn$;
-COMMENT ON FUNCTION rag._common_words(text[]) IS
-'Internal: the words (lower case) that are whole English words of the model''s vocabulary, i.e. not typos.';
-
 GRANT EXECUTE ON FUNCTION rag.embed(text) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.embed_many(text[]) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag._python_init() TO pgcite_reader;
