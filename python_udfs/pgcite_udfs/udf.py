@@ -14,25 +14,27 @@ from . import words as english
 # SQLSTATEs of our own (class PC), listed in docs/errors.md and mapped by the client.
 ENV_MISSING = "PC001"
 MODEL_UNAVAILABLE = "PC002"
-SETUP_HINT = "Run `make setup` (it builds the DB-side venv), or point the setting pgcite.python_path at it."
+SETUP_HINT = "Run `make setup` (it builds the DB-side venv); a superuser points the setting python_path at it."
 
 
 def _setting(plpy, name: str, default: str) -> str:
-    row = plpy.execute(f"SELECT current_setting('{name}', true) AS v")[0]
-    return row["v"] or default
+    """A pgcite setting as the database resolves it (rag._config_text: rag.config or the server
+    configuration, never a session's SET)."""
+    plan = plpy.prepare("SELECT rag._config_text($1) AS v", ["text"])
+    return plpy.execute(plan, [name])[0]["v"] or default
 
 
 def model(plpy, GD):
-    """The backend's SentenceTransformer, loaded on first use with pgcite.torch_threads threads."""
+    """The backend's SentenceTransformer, loaded on first use with the setting torch_threads threads."""
     if "model" in GD:
         return GD["model"]
-    threads = _setting(plpy, "pgcite.torch_threads", "1")
+    threads = _setting(plpy, "torch_threads", "1")
     try:
         threads_n = int(threads)
         if threads_n < 1:
             raise ValueError
     except ValueError:
-        plpy.error(f'pgcite.torch_threads must be a positive integer, not "{threads}"', sqlstate="22023")
+        plpy.error(f'setting torch_threads must be a positive integer, not "{threads}"', sqlstate="22023")
     try:
         return embed.load_model(GD, threads_n)
     except ImportError as e:

@@ -17,14 +17,17 @@ class PlpyError(Exception):
 
 
 class FakePlpy:
-    """Just enough of PL/Python's plpy: settings lookups and plpy.error."""
+    """Just enough of PL/Python's plpy: settings lookups (rag._config_text) and plpy.error."""
 
     def __init__(self, settings=None):
         self.settings = settings or {}
 
-    def execute(self, sql):
-        name = sql.split("current_setting('")[1].split("'")[0]
-        return [{"v": self.settings.get(name)}]
+    def prepare(self, sql, types):
+        assert sql == "SELECT rag._config_text($1) AS v" and types == ["text"]
+        return sql
+
+    def execute(self, plan, args):
+        return [{"v": self.settings.get(args[0])}]
 
     def error(self, message, detail=None, hint=None, sqlstate=None):
         raise PlpyError(message, detail=detail, hint=hint, sqlstate=sqlstate)
@@ -55,7 +58,7 @@ def test_embed_texts_keeps_nulls_and_counts_work():
 
 def test_bad_thread_setting_is_22023():
     with pytest.raises(PlpyError) as e:
-        udf.model(FakePlpy({"pgcite.torch_threads": "zero"}), {})
+        udf.model(FakePlpy({"torch_threads": "zero"}), {})
     assert e.value.kw["sqlstate"] == "22023"
 
 

@@ -1,7 +1,14 @@
--- Access: who may see which tenant. Everything else asks these functions.
+-- Access: who may do what, and the settings only an administrator can change.
+--
+-- Public functions are SECURITY INVOKER wrappers that pass current_user (the caller) to an internal
+-- SECURITY DEFINER function owned by pgcite_owner. The internal function first checks, with
+-- rag._authorize, that the session may act as that caller (session_user is the caller or a member of it:
+-- a role can only name a role it could SET ROLE to) and that the caller may use the tenant. Everything
+-- after that runs as pgcite_owner with every query filtered by tenant explicitly.
 
 -- The tenants the current role may read. Row level security on rag.tenant decides (member of the tenant
 -- through rag.tenant_member, directly or through role grants, or pgcite_admin); superusers see all.
+-- Used by the policies that guard direct reads.
 CREATE OR REPLACE FUNCTION rag._my_tenants()
 RETURNS text[]
 LANGUAGE sql
@@ -13,20 +20,115 @@ $fn$;
 COMMENT ON FUNCTION rag._my_tenants() IS
 'Internal: tenants the current role may read (all tenants for pgcite_admin). Used by row level security.';
 
--- Whether a tenant exists at all, visible or not. SECURITY DEFINER so that a non-member is told
--- "not a member" (42501) rather than "does not exist"; it reveals nothing else.
-CREATE OR REPLACE FUNCTION rag._tenant_exists(p_tenant text)
+-- Whether a role is a member of a tenant: a membership row for a role (by OID, under the name it was
+-- granted to) of which it is a member, directly or through grants. pgcite_admin and superusers: every tenant.
+CREATE OR REPLACE FUNCTION rag._is_member(p_role regrole, p_tenant text)
 RETURNS boolean
 LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT pg_catalog.pg_has_role(p_role, 'pgcite_admin', 'MEMBER')
+        OR EXISTS (
+            SELECT FROM rag.tenant_member AS m
+            INNER JOIN pg_catalog.pg_roles AS r ON r.oid = m.member_role AND r.rolname = m.member_name
+            WHERE m.tenant = p_tenant AND pg_catalog.pg_has_role(p_role, r.oid, 'MEMBER')
+        )
+$fn$;
+COMMENT ON FUNCTION rag._is_member(regrole, text) IS
+'Internal: true when the role may use the tenant (a live membership it inherits, or pgcite_admin).';
+
+-- The caller of an internal SECURITY DEFINER function, checked: the session must be able to act as it.
+CREATE OR REPLACE FUNCTION rag._caller(p_caller name)
+RETURNS regrole
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    r regrole := pg_catalog.to_regrole(pg_catalog.quote_ident(p_caller));
+BEGIN
+    IF r IS NULL OR NOT (p_caller = session_user OR pg_catalog.pg_has_role(session_user, r, 'MEMBER')) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('session user "%s" cannot act as role "%s"', session_user, p_caller),
+            HINT = 'Call the public function (rag.ask, rag.ingest, ...); it passes the calling role itself.';
+    END IF;
+    RETURN r;
+END
+$fn$;
+COMMENT ON FUNCTION rag._caller(name) IS
+'Internal: the caller named by a public wrapper, as a role; 42501 unless the session user is that role or a '
+'member of it.';
+
+-- Authorises a caller for a tenant: 'read' (pgcite_reader and a member), 'write' (pgcite_writer and a
+-- member) or 'admin' (pgcite_admin). Returns the tenant row; 42704 for an unknown tenant, 42501 otherwise.
+CREATE OR REPLACE FUNCTION rag._authorize(p_caller name, p_tenant text, p_need text)
+RETURNS rag.tenant
+LANGUAGE plpgsql
 STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT EXISTS (SELECT FROM rag.tenant AS t WHERE t.tenant = p_tenant)
+DECLARE
+    who regrole := rag._caller(p_caller);
+    group_role text := CASE p_need WHEN 'read' THEN 'pgcite_reader' WHEN 'write' THEN 'pgcite_writer'
+        ELSE 'pgcite_admin' END;
+    t rag.tenant;
+BEGIN
+    IF NOT pg_catalog.pg_has_role(who, group_role, 'MEMBER') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('role "%s" is not a member of %s', p_caller, group_role),
+            HINT = pg_catalog.format('GRANT %s TO %I;', group_role, p_caller);
+    END IF;
+    IF p_tenant IS NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'null_value_not_allowed',
+            MESSAGE = 'tenant must not be NULL';
+    END IF;
+    SELECT * INTO t FROM rag.tenant AS x WHERE x.tenant = p_tenant;
+    IF NOT found THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'undefined_object',
+            MESSAGE = pg_catalog.format('tenant "%s" does not exist', p_tenant),
+            HINT = 'Create it with rag.create_tenant(tenant).';
+    END IF;
+    IF NOT rag._is_member(who, p_tenant) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('role "%s" is not a member of tenant "%s"', p_caller, p_tenant),
+            HINT = 'An admin grants access with rag.grant_tenant(tenant, role).';
+    END IF;
+    RETURN t;
+END
 $fn$;
-COMMENT ON FUNCTION rag._tenant_exists(text) IS 'Internal: true when the tenant exists (whoever may read it).';
+COMMENT ON FUNCTION rag._authorize(name, text, text) IS
+'Internal (SECURITY DEFINER: sees every tenant, to tell 42704 from 42501): checks the caller (rag._caller), its pgcite role for p_need (read, write, admin) and its '
+'membership of the tenant; returns the tenant row. 42704 for an unknown tenant, 42501 for a non-member.';
 
--- The tenant row, or 42704 for an unknown tenant and 42501 for one the caller is not a member of.
+-- An admin-only operation that names no tenant.
+CREATE OR REPLACE FUNCTION rag._authorize_admin(p_caller name)
+RETURNS regrole
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    who regrole := rag._caller(p_caller);
+BEGIN
+    IF NOT pg_catalog.pg_has_role(who, 'pgcite_admin', 'MEMBER') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('role "%s" is not a member of pgcite_admin', p_caller),
+            HINT = 'Tenants, memberships, calibration and settings are managed by pgcite_admin.';
+    END IF;
+    RETURN who;
+END
+$fn$;
+COMMENT ON FUNCTION rag._authorize_admin(name) IS 'Internal: the caller as a role; 42501 unless it is pgcite_admin.';
+
+-- The tenant row, or 42704 for an unknown tenant. Inside the SECURITY DEFINER functions, after rag._authorize.
 CREATE OR REPLACE FUNCTION rag._require_tenant(p_tenant text)
 RETURNS rag.tenant
 LANGUAGE plpgsql
@@ -36,52 +138,108 @@ AS $fn$
 DECLARE
     t rag.tenant;
 BEGIN
-    IF p_tenant IS NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'null_value_not_allowed',
-            MESSAGE = 'tenant must not be NULL';
-    END IF;
     SELECT * INTO t FROM rag.tenant WHERE tenant = p_tenant;
-    IF found THEN
-        RETURN t;
-    END IF;
-    IF rag._tenant_exists(p_tenant) THEN
+    IF NOT found THEN
         RAISE EXCEPTION USING
-            ERRCODE = 'insufficient_privilege',
-            MESSAGE = pg_catalog.format('role "%s" is not a member of tenant "%s"', current_user, p_tenant),
-            HINT = 'An admin grants access with rag.grant_tenant(tenant, role).';
+            ERRCODE = 'undefined_object',
+            MESSAGE = pg_catalog.format('tenant "%s" does not exist', p_tenant),
+            HINT = 'Create it with rag.create_tenant(tenant).';
     END IF;
-    RAISE EXCEPTION USING
-        ERRCODE = 'undefined_object',
-        MESSAGE = pg_catalog.format('tenant "%s" does not exist', p_tenant),
-        HINT = 'Create it with rag.create_tenant(tenant).';
+    RETURN t;
 END
 $fn$;
-COMMENT ON FUNCTION rag._require_tenant(text) IS
-'Internal: the tenant row, or 42704 (unknown tenant) / 42501 (caller is not a member).';
+COMMENT ON FUNCTION rag._require_tenant(text) IS 'Internal: the tenant row, or 42704 for an unknown tenant.';
 
--- Numeric settings pgcite.* with a default when unset or empty.
-CREATE OR REPLACE FUNCTION rag._setting(p_name text, p_default float8)
-RETURNS float8
+-- ---------------------------------------------------------------- settings
+-- Every setting pgcite reads: its kind, default, bounds, and who may set it. Settings shape answers, the gate,
+-- limits and which code runs, so none is taken from a session: rag.config (rag.set_config) first, then the
+-- server configuration (postgresql.conf, ALTER SYSTEM, the command line), then the default.
+CREATE OR REPLACE FUNCTION rag._settings_catalog()
+RETURNS TABLE (name text, kind text, default_value text, min_value float8, max_value float8, superuser_only boolean,
+    in_answer boolean, description text)
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM (VALUES
+        ('rrf_k', 'number', '5', 0::float8, 1000::float8, false, true, 'reciprocal rank fusion constant'),
+        ('weight_vector', 'number', '1.0', 0, 100, false, true, 'weight of the vector leg'),
+        ('weight_fts', 'number', '0.2', 0, 100, false, true, 'weight of the full-text leg'),
+        ('weight_trgm', 'number', '0.1', 0, 100, false, true, 'weight of the title-trigram leg'),
+        ('min_title_similarity', 'number', '0.5', 0, 1, false, true, 'title trigram leg cut-off'),
+        ('exact_search_limit', 'number', '20000', 0, 1e12, false, true,
+            'tenants with at most this many live chunks are searched exactly; larger ones through HNSW'),
+        ('typo_similarity', 'number', '0.3', 0, 1, false, true, 'trigram cut-off of spelling correction'),
+        ('min_score', 'number', '0.5', 0, 1, false, true, 'gate threshold of tenants not calibrated'),
+        ('max_document_bytes', 'number', '20971520', 1, 1073741824, false, false,
+            'largest document (bytes) rag.ingest, rag.store_document and rag.chunk_* accept'),
+        ('model', 'text', 'sentence-transformers/all-MiniLM-L6-v2', NULL, NULL, true, false,
+            'the embedding model name recorded for new chunks'),
+        ('python_path', 'text', '/opt/pgcite/venv', NULL, NULL, true, false,
+            'the DB-side Python venv (or its site-packages) that pgcite_python imports from'),
+        ('torch_threads', 'number', '1', 1, 64, false, false, 'threads per backend for embedding')
+    ) AS s (name, kind, default_value, min_value, max_value, superuser_only, in_answer, description)
+$fn$;
+COMMENT ON FUNCTION rag._settings_catalog() IS 'Internal: every pgcite setting, its default, bounds and who sets it.';
+
+-- The value of one setting: rag.config, else the server configuration, else the default. A value set by a
+-- session, a client, ALTER ROLE or ALTER DATABASE is refused (42501): no tenant role can choose it.
+CREATE OR REPLACE FUNCTION rag._config_text(p_name text)
+RETURNS text
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    v text := pg_catalog.current_setting(p_name, true);
+    v text;
+    src text;
 BEGIN
-    IF v IS NULL OR v = '' THEN
-        RETURN p_default;
+    SELECT c.value INTO v FROM rag.config AS c WHERE c.name = p_name;
+    IF found THEN
+        RETURN v;
     END IF;
-    RETURN v::float8;
-EXCEPTION WHEN invalid_text_representation THEN
-    RAISE EXCEPTION USING
-        ERRCODE = 'invalid_parameter_value',
-        MESSAGE = pg_catalog.format('setting %s must be a number, not "%s"', p_name, v);
+    SELECT s.setting, s.source INTO v, src FROM pg_catalog.pg_settings AS s WHERE s.name = 'pgcite.' || p_name;
+    IF coalesce(v, '') = '' THEN
+        RETURN (SELECT c.default_value FROM rag._settings_catalog() AS c WHERE c.name = p_name);
+    END IF;
+    IF src NOT IN ('default', 'configuration file', 'command line', 'environment variable', 'override') THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('setting pgcite.%s cannot be set by a session (set by: %s)', p_name, src),
+            DETAIL = 'pgcite settings shape answers, the gate and the code that runs: only an administrator sets them.',
+            HINT = pg_catalog.format('RESET pgcite.%s; an admin uses SELECT rag.set_config(%L, ...) or postgresql.conf.',
+                p_name, p_name);
+    END IF;
+    RETURN v;
 END
 $fn$;
-COMMENT ON FUNCTION rag._setting(text, float8) IS
-'Internal: the numeric value of setting p_name (pgcite.*), or p_default when it is not set.';
+COMMENT ON FUNCTION rag._config_text(text) IS
+'Internal: a setting from rag.config, else the server configuration, else its default; 42501 when a session, '
+'role or database setting tries to choose it.';
+
+-- All numeric settings that shape an answer, as one JSON object (read once per call, logged with every ask).
+CREATE OR REPLACE FUNCTION rag._params()
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT pg_catalog.jsonb_object_agg(c.name, rag._config_text(c.name)::float8)
+    FROM rag._settings_catalog() AS c
+    WHERE c.in_answer
+$fn$;
+COMMENT ON FUNCTION rag._params() IS 'Internal: the settings that shape an answer, {name: number}.';
+
+-- Numeric settings (for the callers that need just one).
+CREATE OR REPLACE FUNCTION rag._setting(p_name text, p_default float8)
+RETURNS float8
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(rag._config_text(pg_catalog.regexp_replace(p_name, '^pgcite\.', ''))::float8, p_default)
+$fn$;
+COMMENT ON FUNCTION rag._setting(text, float8) IS 'Internal: the numeric value of a setting (rag._config_text).';
 
 CREATE OR REPLACE FUNCTION rag.model_name()
 RETURNS text
@@ -89,10 +247,83 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT coalesce(
-        nullif(pg_catalog.current_setting('pgcite.model', true), ''),
-        'sentence-transformers/all-MiniLM-L6-v2'
-    )
+    SELECT rag._config_text('model')
 $fn$;
 COMMENT ON FUNCTION rag.model_name() IS
-'The embedding model used for new chunks and questions (setting pgcite.model; default all-MiniLM-L6-v2).';
+'The embedding model recorded for new chunks and questions (setting model; default all-MiniLM-L6-v2).';
+
+CREATE OR REPLACE FUNCTION rag._set_config(p_caller name, p_name text, p_value text)
+RETURNS text
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    who regrole := rag._authorize_admin(p_caller);
+    s record;
+    n float8;
+BEGIN
+    SELECT * INTO s FROM rag._settings_catalog() AS c WHERE c.name = p_name;
+    IF NOT found THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('unknown setting "%s"', p_name),
+            HINT = 'SELECT * FROM rag.settings lists them.';
+    END IF;
+    IF s.superuser_only AND NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles AS r WHERE r.oid = who) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('only a superuser can set %s', p_name),
+            DETAIL = 'It chooses the code or model the server runs.';
+    END IF;
+    IF p_value IS NULL THEN
+        DELETE FROM rag.config AS c WHERE c.name = p_name;
+        RETURN rag._config_text(p_name);
+    END IF;
+    IF s.kind = 'number' THEN
+        BEGIN
+            n := p_value::float8;
+        EXCEPTION WHEN invalid_text_representation OR numeric_value_out_of_range THEN
+            n := NULL;
+        END;
+        IF n IS NULL OR n = 'NaN'::float8 OR n NOT BETWEEN s.min_value AND s.max_value THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'invalid_parameter_value',
+                MESSAGE = pg_catalog.format('setting %s must be a number between %s and %s, not "%s"',
+                    p_name, s.min_value, s.max_value, p_value);
+        END IF;
+    ELSIF pg_catalog.btrim(p_value) = '' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('setting %s must not be empty', p_name);
+    END IF;
+    INSERT INTO rag.config AS c (name, value, set_by) VALUES (p_name, p_value, p_caller)
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value, set_by = excluded.set_by, set_at = pg_catalog.now();
+    RETURN p_value;
+END
+$fn$;
+COMMENT ON FUNCTION rag._set_config(name, text, text) IS
+'Internal (SECURITY DEFINER: writes rag.config): rag.set_config for the checked caller.';
+
+CREATE OR REPLACE FUNCTION rag.set_config(name text, value text)
+RETURNS text
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT rag._set_config(current_user, set_config.name, set_config.value)
+$fn$;
+COMMENT ON FUNCTION rag.set_config(text, text) IS
+'Sets a pgcite setting for this database (pgcite_admin; model and python_path: superuser); NULL removes it, so '
+'the server configuration or the default applies again. Returns the value now in force. 22023 for an unknown '
+'setting or a value out of bounds.';
+
+CREATE OR REPLACE VIEW rag.settings AS
+SELECT c.name, rag._config_text(c.name) AS value, c.default_value,
+    CASE WHEN x.name IS NOT NULL THEN 'rag.config'
+        WHEN coalesce(s.setting, '') <> '' THEN 'server configuration' ELSE 'default' END AS source,
+    c.superuser_only, c.description
+FROM rag._settings_catalog() AS c
+LEFT JOIN rag.config AS x ON x.name = c.name
+LEFT JOIN pg_catalog.pg_settings AS s ON s.name = 'pgcite.' || c.name;
+COMMENT ON VIEW rag.settings IS 'Every pgcite setting in force, where it comes from, and its default.';

@@ -1,34 +1,30 @@
--- Row level security and grants. Tables carry the tenant; a non-superuser sees only the rows of
--- tenants it belongs to, whatever query it runs. Functions are SECURITY INVOKER unless noted,
--- so these policies apply inside rag.ask and rag.retrieve too.
+-- Row level security and grants. Tables belong to pgcite_owner; tenant roles may only read them, and only
+-- the rows of tenants they belong to. Every write goes through a SECURITY DEFINER function (owned by
+-- pgcite_owner) that checks its caller first (rag._authorize). docs/security.md has the threat model.
 
-GRANT USAGE ON SCHEMA rag TO pgcite_reader;
+GRANT USAGE ON SCHEMA rag TO pgcite_reader, pgcite_owner;
 
-GRANT SELECT ON rag.tenant, rag.tenant_member, rag.document, rag.chunk, rag.term, rag.ask_log TO pgcite_reader;
-GRANT INSERT ON rag.document, rag.chunk, rag.term TO pgcite_writer;
-GRANT INSERT ON rag.ask_log TO pgcite_reader;
-GRANT UPDATE (retired_at) ON rag.document, rag.chunk TO pgcite_writer;
-GRANT UPDATE (model) ON rag.tenant TO pgcite_writer;
-GRANT INSERT, UPDATE, DELETE ON rag.tenant, rag.tenant_member TO pgcite_admin;
+-- Direct reads. Not the embedding or the text search vector of chunks: an ORDER BY embedding or a tsv
+-- match on rag.chunk would let EXPLAIN ANALYZE count other tenants' rows that the policy filtered out.
+GRANT SELECT ON rag.tenant, rag.tenant_member, rag.document, rag.term, rag.ask_log, rag.log_head,
+rag.config, rag.settings TO pgcite_reader;
+GRANT SELECT (
+    chunk_id, tenant, document_id, doc_key, doc_version, chunk_index, anchor, section_path, title, content,
+    content_hash, token_count, model, ts_config, created_at, retired_at
+) ON rag.chunk TO pgcite_reader;
 
--- Membership rows: a role sees those that make it a member; admins see all. Built-ins only, so the
--- tenant policy below can consult this table without recursion.
+-- Membership rows: a role sees those that make it a member (a live role, under the name it was granted to);
+-- admins see all. Built-ins only, so the tenant policy below can consult this table without recursion.
 DROP POLICY IF EXISTS member_read ON rag.tenant_member;
 CREATE POLICY member_read ON rag.tenant_member FOR SELECT
 USING (
     pg_catalog.pg_has_role(current_user, 'pgcite_admin', 'MEMBER')
-    OR (
-        EXISTS (
-            SELECT FROM pg_catalog.pg_roles AS r
-            WHERE r.rolname = tenant_member.member
-        )
-        AND pg_catalog.pg_has_role(current_user, tenant_member.member, 'MEMBER')
+    OR EXISTS (
+        SELECT FROM pg_catalog.pg_roles AS r
+        WHERE r.oid = tenant_member.member_role AND r.rolname = tenant_member.member_name
+            AND pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
     )
 );
-
-DROP POLICY IF EXISTS member_admin ON rag.tenant_member;
-CREATE POLICY member_admin ON rag.tenant_member TO pgcite_admin
-USING (true) WITH CHECK (true);
 
 DROP POLICY IF EXISTS tenant_read ON rag.tenant;
 CREATE POLICY tenant_read ON rag.tenant FOR SELECT
@@ -40,37 +36,29 @@ USING (
     )
 );
 
-DROP POLICY IF EXISTS tenant_model ON rag.tenant;
-CREATE POLICY tenant_model ON rag.tenant FOR UPDATE TO pgcite_writer
+DROP POLICY IF EXISTS document_tenant ON rag.document;
+CREATE POLICY document_tenant ON rag.document FOR SELECT
 USING (tenant = any((SELECT rag._my_tenants())::text[]));
 
-DROP POLICY IF EXISTS tenant_admin ON rag.tenant;
-CREATE POLICY tenant_admin ON rag.tenant TO pgcite_admin
-USING (true) WITH CHECK (true);
-
-DROP POLICY IF EXISTS document_tenant ON rag.document;
-CREATE POLICY document_tenant ON rag.document
-USING (tenant = any((SELECT rag._my_tenants())::text[]))
-WITH CHECK (tenant = any((SELECT rag._my_tenants())::text[]));
-
 DROP POLICY IF EXISTS chunk_tenant ON rag.chunk;
-CREATE POLICY chunk_tenant ON rag.chunk
-USING (tenant = any((SELECT rag._my_tenants())::text[]))
-WITH CHECK (tenant = any((SELECT rag._my_tenants())::text[]));
+CREATE POLICY chunk_tenant ON rag.chunk FOR SELECT
+USING (tenant = any((SELECT rag._my_tenants())::text[]));
 
 DROP POLICY IF EXISTS term_tenant ON rag.term;
-CREATE POLICY term_tenant ON rag.term
-USING (tenant = any((SELECT rag._my_tenants())::text[]))
-WITH CHECK (tenant = any((SELECT rag._my_tenants())::text[]));
+CREATE POLICY term_tenant ON rag.term FOR SELECT
+USING (tenant = any((SELECT rag._my_tenants())::text[]));
 
--- Readers see and append entries of their own tenants, as themselves; the chain is computed by a trigger.
 DROP POLICY IF EXISTS ask_log_tenant ON rag.ask_log;
 CREATE POLICY ask_log_tenant ON rag.ask_log FOR SELECT
 USING (tenant = any((SELECT rag._my_tenants())::text[]));
 
-DROP POLICY IF EXISTS ask_log_append ON rag.ask_log;
-CREATE POLICY ask_log_append ON rag.ask_log FOR INSERT
-WITH CHECK (tenant = any((SELECT rag._my_tenants())::text[]) AND role_name = current_user);
+DROP POLICY IF EXISTS log_head_tenant ON rag.log_head;
+CREATE POLICY log_head_tenant ON rag.log_head FOR SELECT
+USING (tenant = any((SELECT rag._my_tenants())::text[]));
+
+DROP POLICY IF EXISTS document_key_tenant ON rag.document_key;
+CREATE POLICY document_key_tenant ON rag.document_key FOR SELECT
+USING (tenant = any((SELECT rag._my_tenants())::text[]));
 
 -- Chunks are immutable: only retired_at may change, once, from NULL to a time.
 -- (tsv is generated from title and content, and not yet computed in a BEFORE trigger's NEW.)
@@ -102,13 +90,21 @@ DROP TRIGGER IF EXISTS chunk_immutable ON rag.chunk;
 CREATE TRIGGER chunk_immutable BEFORE UPDATE OR DELETE ON rag.chunk
 FOR EACH ROW EXECUTE FUNCTION rag._chunk_immutable();
 
--- The audit log is append-only.
+-- The audit log is append-only. The one update allowed is sealing: an unsealed entry (seq NULL) gets its
+-- place in the chain (seq, prev_hash, row_hash) and nothing else changes.
 CREATE OR REPLACE FUNCTION rag._ask_log_append_only()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        IF OLD.seq IS NULL AND NEW.seq IS NOT NULL AND NEW.row_hash IS NOT NULL
+            AND (pg_catalog.to_jsonb(NEW) - ARRAY['seq', 'prev_hash', 'row_hash'])
+                = (pg_catalog.to_jsonb(OLD) - ARRAY['seq', 'prev_hash', 'row_hash']) THEN
+            RETURN NEW;
+        END IF;
+    END IF;
     RAISE EXCEPTION USING
         ERRCODE = 'insufficient_privilege',
         MESSAGE = pg_catalog.format('rag.ask_log is append-only (%s refused)', TG_OP),

@@ -2,14 +2,13 @@
 -- rag.ingest (pgcite_python) parses and embeds inside PostgreSQL and calls rag._store_version;
 -- rag.store_document is the same path for callers that chunk and embed outside (no PL/Python).
 
-CREATE OR REPLACE FUNCTION rag._check_document(p_tenant text, p_doc_key text, p_body text)
-RETURNS rag.tenant
+CREATE OR REPLACE FUNCTION rag._check_document(p_doc_key text, p_body text)
+RETURNS void
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    t rag.tenant := rag._require_tenant(p_tenant);
     max_bytes bigint := rag._setting('pgcite.max_document_bytes', 20 * 1024 * 1024)::bigint;
 BEGIN
     IF p_doc_key IS NULL OR pg_catalog.btrim(p_doc_key) = '' THEN
@@ -29,13 +28,12 @@ BEGIN
             ERRCODE = 'program_limit_exceeded',
             MESSAGE = pg_catalog.format('document "%s" is %s bytes, over the limit of %s bytes',
                 p_doc_key, pg_catalog.octet_length(p_body), max_bytes),
-            HINT = 'Split the document, or raise the setting pgcite.max_document_bytes.';
+            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
     END IF;
-    RETURN t;
 END
 $fn$;
-COMMENT ON FUNCTION rag._check_document(text, text, text) IS
-'Internal: validates tenant, key and body of a document before anything is written.';
+COMMENT ON FUNCTION rag._check_document(text, text) IS
+'Internal: validates the key and body of a document before anything is written (22023, 54000 over the limit).';
 
 -- Claims the tenant's embedding model on first use; a different model later is an error.
 CREATE OR REPLACE FUNCTION rag._claim_model(p_tenant text, p_model text)
@@ -46,7 +44,6 @@ AS $fn$
 DECLARE
     current_model text;
 BEGIN
-    PERFORM rag._require_tenant(p_tenant);
     UPDATE rag.tenant SET model = p_model WHERE tenant = p_tenant AND model IS NULL;
     SELECT model INTO current_model FROM rag.tenant WHERE tenant = p_tenant;
     IF current_model <> p_model THEN
@@ -54,7 +51,7 @@ BEGIN
             ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = pg_catalog.format('tenant "%s" is embedded with model "%s", not "%s"',
                 p_tenant, current_model, p_model),
-            HINT = 'A corpus never mixes models: set pgcite.model back, or re-embed into a new tenant.';
+            HINT = 'A corpus never mixes models: set the setting model back, or re-embed into a new tenant.';
     END IF;
 END
 $fn$;
@@ -70,10 +67,11 @@ IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT pg_catalog.sha256(pg_catalog.convert_to(
-        pg_catalog.concat_ws(E'\x1f', p_format, p_title, p_source_url, p_metadata::text, p_body), 'UTF8'))
+        pg_catalog.jsonb_build_array(p_format, p_title, p_source_url, p_metadata)::text || E'\n' || p_body, 'UTF8'))
 $fn$;
 COMMENT ON FUNCTION rag._document_hash(text, text, text, text, jsonb) IS
-'Internal: the hash that decides whether a re-ingested document is unchanged.';
+'Internal: the hash that decides whether a re-ingested document is unchanged (every field, NULL distinct from '
+'any text, so a title and a URL swapped between NULL and a value make a new version).';
 
 -- The text that is embedded for a chunk, and the hash by which its embedding is reused.
 CREATE OR REPLACE FUNCTION rag._embed_text(p_title text, p_content text)
@@ -87,46 +85,97 @@ $fn$;
 COMMENT ON FUNCTION rag._embed_text(text, text) IS
 'Internal: the text embedded for a chunk (title, blank line, content).';
 
--- Serialises writers of one document (two sessions ingesting the same key never interleave) and
--- tells whether the current version already has this hash.
-CREATE OR REPLACE FUNCTION rag._lock_document(p_tenant text, p_doc_key text, p_hash bytea)
+-- Serialises writers of one document (two sessions ingesting the same key never interleave) with a row lock
+-- on the key's row in rag.document_key, which only pgcite_owner can lock, and tells whether the current
+-- version already has this hash. SECURITY DEFINER: it writes rag.document_key; it checks the caller first.
+CREATE OR REPLACE FUNCTION rag._lock_document(p_caller name, p_tenant text, p_doc_key text, p_hash bytea)
 RETURNS boolean
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
-    PERFORM pg_catalog.pg_advisory_xact_lock(
-        pg_catalog.hashtextextended(p_tenant || E'\x1f' || p_doc_key, 7411));
+    PERFORM rag._authorize(p_caller, p_tenant, 'write');
+    INSERT INTO rag.document_key AS k (tenant, doc_key) VALUES (p_tenant, p_doc_key) ON CONFLICT DO NOTHING;
+    PERFORM FROM rag.document_key AS k WHERE k.tenant = p_tenant AND k.doc_key = p_doc_key FOR UPDATE;
     RETURN EXISTS (
         SELECT FROM rag.document AS d
         WHERE d.tenant = p_tenant AND d.doc_key = p_doc_key AND d.retired_at IS NULL AND d.content_hash = p_hash
     );
 END
 $fn$;
-COMMENT ON FUNCTION rag._lock_document(text, text, bytea) IS
-'Internal: locks one document key for this transaction; true when its current version has this hash.';
+COMMENT ON FUNCTION rag._lock_document(name, text, text, bytea) IS
+'Internal (SECURITY DEFINER: locks a row of rag.document_key): locks one document key for this transaction; '
+'true when its current version has this hash.';
 
+-- Stored embeddings of texts (by rag._embed_text hash) this tenant already embedded with this model, so an
+-- ingest embeds only new text. SECURITY DEFINER: tenant roles cannot read embeddings directly.
+CREATE OR REPLACE FUNCTION rag._reused_embeddings(p_caller name, p_tenant text, p_model text, p_hashes bytea[])
+RETURNS TABLE (content_hash bytea, embedding public.vector)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'write');
+    RETURN QUERY
+    SELECT DISTINCT ON (c.content_hash) c.content_hash, c.embedding
+    FROM rag.chunk AS c
+    WHERE c.tenant = p_tenant AND c.model = p_model AND c.content_hash = ANY (p_hashes)
+    ORDER BY c.content_hash, c.chunk_id;
+END
+$fn$;
+COMMENT ON FUNCTION rag._reused_embeddings(name, text, text, bytea[]) IS
+'Internal (SECURITY DEFINER: reads embeddings): the stored embeddings of the given text hashes in a tenant.';
+
+-- The chunks a caller hands in must be complete and embedded: content, a 384-dimension embedding that is not
+-- all zeros (its cosine distance to anything is NaN, which would sort it anywhere).
+CREATE OR REPLACE FUNCTION rag._check_chunks(p_chunks rag.chunk_input[])
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    bad integer;
+BEGIN
+    SELECT min(c.o) INTO bad
+    FROM pg_catalog.unnest(p_chunks) WITH ORDINALITY AS c (anchor, section_path, title, content, token_count,
+        embedding, o)
+    WHERE c.embedding IS NULL OR coalesce(pg_catalog.btrim(c.content), '') = ''
+        OR public.vector_dims(c.embedding) <> 384 OR public.vector_norm(c.embedding) = 0;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('chunk %s needs non-empty content and a non-zero embedding of 384 numbers',
+                bad);
+    END IF;
+END
+$fn$;
+COMMENT ON FUNCTION rag._check_chunks(rag.chunk_input[]) IS
+'Internal: 22023 unless every chunk has content and a non-zero 384-dimension embedding.';
+
+-- Writes a new document version and its chunks, retiring the previous version. SECURITY DEFINER: tenant
+-- roles cannot write rag.document, rag.chunk or rag.term; it checks the caller and takes the key's lock.
 CREATE OR REPLACE FUNCTION rag._store_version(
-    p_tenant text, p_doc_key text, p_hash bytea, p_format text, p_title text, p_source_url text,
+    p_caller name, p_tenant text, p_doc_key text, p_hash bytea, p_format text, p_title text, p_source_url text,
     p_metadata jsonb, p_empty_sections integer, p_model text, p_chunks rag.chunk_input[]
 )
 RETURNS TABLE (doc_key text, version integer, status text, chunks integer, empty_sections integer)
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    t rag.tenant := rag._require_tenant(p_tenant);
+    t rag.tenant := rag._authorize(p_caller, p_tenant, 'write');
     prev rag.document;
     new_version integer;
     new_id bigint;
     n integer := coalesce(pg_catalog.cardinality(p_chunks), 0);
 BEGIN
-    IF EXISTS (SELECT FROM pg_catalog.unnest(p_chunks) AS c WHERE c.embedding IS NULL
-               OR coalesce(pg_catalog.btrim(c.content), '') = '') THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'every chunk needs non-empty content and an embedding';
-    END IF;
+    PERFORM rag._check_chunks(p_chunks);
+    PERFORM rag._lock_document(p_caller, p_tenant, p_doc_key, p_hash);
     PERFORM rag._claim_model(p_tenant, p_model);
 
     SELECT d.* INTO prev FROM rag.document AS d
@@ -173,35 +222,34 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._store_version(
-    text, text, bytea, text, text, text, jsonb, integer, text, rag.chunk_input[]
+    name, text, text, bytea, text, text, text, jsonb, integer, text, rag.chunk_input[]
 ) IS
-'Internal: writes a new document version and its chunks, retiring the previous version. Caller holds the lock.';
+'Internal (SECURITY DEFINER: writes documents, chunks and terms): a new document version and its chunks, '
+'retiring the previous version, for a checked writer of the tenant.';
 
-CREATE OR REPLACE FUNCTION rag.store_document(
-    tenant text, key text, items jsonb, title text DEFAULT NULL, source_url text DEFAULT NULL,
-    metadata jsonb DEFAULT '{}'
+CREATE OR REPLACE FUNCTION rag._store_document(
+    p_caller name, p_tenant text, p_key text, p_items jsonb, p_title text, p_source_url text, p_metadata jsonb
 )
 RETURNS TABLE (doc_key text, version integer, status text, chunks integer, empty_sections integer)
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    p_tenant text := store_document.tenant;
-    p_key text := store_document.key;
     body_hash bytea;
     rows_in rag.chunk_input [];
 BEGIN
-    IF store_document.items IS NULL OR pg_catalog.jsonb_typeof(store_document.items) <> 'array'
-        OR pg_catalog.jsonb_array_length(store_document.items) = 0 THEN
+    PERFORM rag._authorize(p_caller, p_tenant, 'write');
+    IF p_items IS NULL OR pg_catalog.jsonb_typeof(p_items) <> 'array'
+        OR pg_catalog.jsonb_array_length(p_items) = 0 THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'items must be a non-empty JSON array of chunks',
             HINT = 'Each element: {"content": ..., "embedding": [384 numbers], "title", "anchor", "section_path"}.';
     END IF;
-    PERFORM rag._check_document(p_tenant, p_key, store_document.items::text);
-    body_hash := rag._document_hash(store_document.items::text, 'chunks', store_document.title,
-        store_document.source_url, store_document.metadata);
-    IF rag._lock_document(p_tenant, p_key, body_hash) THEN
+    PERFORM rag._check_document(p_key, p_items::text);
+    body_hash := rag._document_hash(p_items::text, 'chunks', p_title, p_source_url, p_metadata);
+    IF rag._lock_document(p_caller, p_tenant, p_key, body_hash) THEN
         RETURN QUERY SELECT d.doc_key, d.version, 'unchanged'::text, d.chunk_count, d.empty_sections
         FROM rag.document AS d WHERE d.tenant = p_tenant AND d.doc_key = p_key AND d.retired_at IS NULL;
         RETURN;
@@ -212,33 +260,48 @@ BEGIN
             coalesce((e ->> 'token_count')::integer, 0), (e -> 'embedding')::text::public.vector(384)
         )::rag.chunk_input ORDER BY o)
         INTO rows_in
-        FROM pg_catalog.jsonb_array_elements(store_document.items) WITH ORDINALITY AS x (e, o);
+        FROM pg_catalog.jsonb_array_elements(p_items) WITH ORDINALITY AS x (e, o);
     EXCEPTION WHEN data_exception THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'a chunk''s embedding is not a vector of 384 numbers',
             DETAIL = SQLERRM;
     END;
-    RETURN QUERY SELECT * FROM rag._store_version(p_tenant, p_key, body_hash, 'chunks', store_document.title,
-        store_document.source_url, store_document.metadata, 0, rag.model_name(), rows_in);
+    RETURN QUERY SELECT * FROM rag._store_version(p_caller, p_tenant, p_key, body_hash, 'chunks', p_title,
+        p_source_url, p_metadata, 0, rag.model_name(), rows_in);
 END
+$fn$;
+COMMENT ON FUNCTION rag._store_document(name, text, text, jsonb, text, text, jsonb) IS
+'Internal (SECURITY DEFINER: writes documents and chunks): rag.store_document for the checked caller.';
+
+CREATE OR REPLACE FUNCTION rag.store_document(
+    tenant text, key text, items jsonb, title text DEFAULT NULL, source_url text DEFAULT NULL,
+    metadata jsonb DEFAULT '{}'
+)
+RETURNS TABLE (doc_key text, version integer, status text, chunks integer, empty_sections integer)
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM rag._store_document(current_user, store_document.tenant, store_document.key,
+        store_document.items, store_document.title, store_document.source_url, store_document.metadata)
 $fn$;
 COMMENT ON FUNCTION rag.store_document(text, text, jsonb, text, text, jsonb) IS
 'Stores a document chunked and embedded outside PostgreSQL (no PL/Python needed): items is a JSON array of '
 '{content, embedding[384], title, anchor, section_path, token_count}. Same versioning as rag.ingest.';
 
-CREATE OR REPLACE FUNCTION rag.delete_document(tenant text, doc_key text)
+CREATE OR REPLACE FUNCTION rag._delete_document(p_caller name, p_tenant text, p_doc_key text)
 RETURNS boolean
 LANGUAGE plpgsql
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     doc_id bigint;
 BEGIN
-    PERFORM rag._require_tenant(delete_document.tenant);
-    PERFORM rag._lock_document(delete_document.tenant, delete_document.doc_key, ''::bytea);
+    PERFORM rag._lock_document(p_caller, p_tenant, p_doc_key, ''::bytea);
     UPDATE rag.document AS d SET retired_at = pg_catalog.now()
-    WHERE d.tenant = delete_document.tenant AND d.doc_key = delete_document.doc_key AND d.retired_at IS NULL
+    WHERE d.tenant = p_tenant AND d.doc_key = p_doc_key AND d.retired_at IS NULL
     RETURNING d.document_id INTO doc_id;
     IF doc_id IS NULL THEN
         RETURN false;
@@ -246,6 +309,17 @@ BEGIN
     UPDATE rag.chunk AS c SET retired_at = pg_catalog.now() WHERE c.document_id = doc_id AND c.retired_at IS NULL;
     RETURN true;
 END
+$fn$;
+COMMENT ON FUNCTION rag._delete_document(name, text, text) IS
+'Internal (SECURITY DEFINER: retires documents and chunks): rag.delete_document for the checked caller.';
+
+CREATE OR REPLACE FUNCTION rag.delete_document(tenant text, doc_key text)
+RETURNS boolean
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT rag._delete_document(current_user, delete_document.tenant, delete_document.doc_key)
 $fn$;
 COMMENT ON FUNCTION rag.delete_document(text, text) IS
 'Retires the current version of a document: its chunks stay (old citations and audit records still resolve) '

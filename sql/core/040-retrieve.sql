@@ -46,6 +46,13 @@ BEGIN
                     public.vector_dims(query_embedding)),
                 HINT = 'Embed the question with all-MiniLM-L6-v2 (384 dimensions), or pass NULL.';
         END IF;
+        -- pgvector refuses NaN and infinity; an all-zero vector has no direction (its cosine distance is NaN)
+        IF public.vector_norm(query_embedding) = 0 OR public.vector_norm(query_embedding) = 'Infinity'::float8 THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'invalid_parameter_value',
+                MESSAGE = 'query_embedding must be a non-zero vector of finite numbers',
+                HINT = 'Embed the question with all-MiniLM-L6-v2, or pass NULL to embed it in the database.';
+        END IF;
         RETURN query_embedding;
     END IF;
     IF pg_catalog.to_regprocedure('rag.embed(text)') IS NULL THEN
@@ -59,7 +66,8 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
-'Internal: checks a supplied query embedding (22023 unless 384 dims) or embeds the question once.';
+'Internal: checks a supplied query embedding (22023 unless 384 finite dims, not all zero) or embeds the '
+'question once.';
 
 -- Question words the tenant's corpus does not know are replaced by the closest known word (pg_trgm),
 -- so "vacum freeze" searches for "vacuum freeze". Words under 4 letters and numbers are kept as they are.
@@ -69,7 +77,7 @@ COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 -- the trigram cut-off only finds candidates (0.3, pg_trgm's own default, lets "indx" reach "index");
 -- the fewest edits win, then the higher similarity. With pgcite_python, ordinary English words
 -- (rag._common_words: "spill", "sentence") are never corrected: they are not typos.
-CREATE OR REPLACE FUNCTION rag._correct_question(p_tenant text, p_question text)
+CREATE OR REPLACE FUNCTION rag._correct_question(p_tenant text, p_question text, p_params jsonb)
 RETURNS text
 LANGUAGE plpgsql
 STABLE
@@ -81,7 +89,7 @@ DECLARE
         FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY AS m (a, n)
         ORDER BY m.n
     );
-    min_similarity float8 := rag._setting('pgcite.typo_similarity', 0.3);
+    min_similarity float8 := (p_params ->> 'typo_similarity')::float8;
     unknown text [];
     real_words text [] := '{}';
     corrected text;
@@ -116,7 +124,7 @@ BEGIN
     RETURN corrected;
 END
 $fn$;
-COMMENT ON FUNCTION rag._correct_question(text, text) IS
+COMMENT ON FUNCTION rag._correct_question(text, text, jsonb) IS
 'Internal: the question in lower case with unknown words replaced by the nearest word of the tenant''s corpus.';
 
 -- The text embedded for a question: the corrected question if a word was corrected, else the question.
@@ -156,7 +164,7 @@ COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
 -- What every entry point does first: check k and the question's length, check the tenant (42704/42501),
 -- correct the question's spelling and embed it once. has_question is false for an empty question.
 CREATE OR REPLACE FUNCTION rag._prepare_question(
-    question text, tenant text, k integer, query_embedding public.vector,
+    question text, tenant text, k integer, query_embedding public.vector, params jsonb,
     OUT has_question boolean, OUT corrected text, OUT qemb public.vector
 )
 LANGUAGE plpgsql
@@ -167,16 +175,18 @@ BEGIN
     has_question := rag._check_question(question, k);
     PERFORM rag._require_tenant(tenant);
     IF has_question THEN
-        corrected := rag._correct_question(tenant, question);
+        corrected := rag._correct_question(tenant, question, params);
         qemb := rag._query_embedding(question, corrected, query_embedding);
     END IF;
 END
 $fn$;
-COMMENT ON FUNCTION rag._prepare_question(text, text, integer, public.vector) IS
+COMMENT ON FUNCTION rag._prepare_question(text, text, integer, public.vector, jsonb) IS
 'Internal: validates k, question and tenant, then corrects and embeds the question once.';
 
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
-CREATE OR REPLACE FUNCTION rag._candidates(p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer)
+CREATE OR REPLACE FUNCTION rag._candidates(
+    p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer, p_params jsonb
+)
 RETURNS TABLE (
     fused_rank integer, chunk_id bigint, doc_key text, chunk_index integer,
     vec_rank integer, distance float8, fts_rank integer, fts_score float8,
@@ -190,12 +200,12 @@ DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
     corrected text := p_corrected;
     q tsquery := rag._fts_query(t.ts_config, corrected);
-    rrf_k float8 := rag._setting('pgcite.rrf_k', 5);
-    w_vec float8 := rag._setting('pgcite.weight_vector', 1.0);
-    w_fts float8 := rag._setting('pgcite.weight_fts', 0.2);
-    w_trgm float8 := rag._setting('pgcite.weight_trgm', 0.1);
-    min_title float8 := rag._setting('pgcite.min_title_similarity', 0.5);
-    exact_limit bigint := rag._setting('pgcite.exact_search_limit', 20000)::bigint;
+    rrf_k float8 := (p_params ->> 'rrf_k')::float8;
+    w_vec float8 := (p_params ->> 'weight_vector')::float8;
+    w_fts float8 := (p_params ->> 'weight_fts')::float8;
+    w_trgm float8 := (p_params ->> 'weight_trgm')::float8;
+    min_title float8 := (p_params ->> 'min_title_similarity')::float8;
+    exact_limit bigint := (p_params ->> 'exact_search_limit')::bigint;
     n_active bigint;
     ann_ids bigint [];
 BEGIN
@@ -282,10 +292,43 @@ BEGIN
     ORDER BY f.fused DESC, c.doc_key, c.chunk_index, c.chunk_id;
 END
 $fn$;
-COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer) IS
+COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer, jsonb) IS
 'Internal: candidates of the vector, full-text and title-trigram legs (p_depth each) for a spell-corrected '
 'question, fused by weighted '
-'reciprocal rank fusion, in total order. Settings pgcite.rrf_k, pgcite.weight_*, pgcite.exact_search_limit.';
+'reciprocal rank fusion, in total order. p_params: rag._params() (rrf_k, weight_*, exact_search_limit, ...).';
+
+CREATE OR REPLACE FUNCTION rag._retrieve(
+    p_caller name, p_question text, p_tenant text, p_k integer, p_query_embedding public.vector
+)
+RETURNS TABLE (
+    rank integer, chunk_id bigint, doc_key text, doc_version integer, chunk_index integer, anchor text,
+    title text, content text, distance float8, trgm_score float8, fts_score float8, fused_score float8
+)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    params jsonb := rag._params();
+    p record;
+BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'read');
+    p := rag._prepare_question(p_question, p_tenant, p_k, p_query_embedding, params);
+    IF NOT p.has_question THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT x.fused_rank, c.chunk_id, c.doc_key, c.doc_version, c.chunk_index, c.anchor, c.title, c.content,
+        x.distance, x.trgm_score, x.fts_score, x.fused_score
+    FROM rag._candidates(p_tenant, p.corrected, p.qemb, greatest(p_k * 4, 40), params) AS x
+    INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
+    WHERE x.fused_rank <= p_k
+    ORDER BY x.fused_rank;
+END
+$fn$;
+COMMENT ON FUNCTION rag._retrieve(name, text, text, integer, public.vector) IS
+'Internal (SECURITY DEFINER: reads embeddings, which tenant roles cannot): rag.retrieve for the checked caller.';
 
 CREATE OR REPLACE FUNCTION rag.retrieve(
     question text, tenant text, k integer DEFAULT 8, query_embedding public.vector DEFAULT NULL
@@ -294,25 +337,11 @@ RETURNS TABLE (
     rank integer, chunk_id bigint, doc_key text, doc_version integer, chunk_index integer, anchor text,
     title text, content text, distance float8, trgm_score float8, fts_score float8, fused_score float8
 )
-LANGUAGE plpgsql
+LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-DECLARE
-    p record;
-BEGIN
-    p := rag._prepare_question(retrieve.question, retrieve.tenant, retrieve.k, retrieve.query_embedding);
-    IF NOT p.has_question THEN
-        RETURN;
-    END IF;
-    RETURN QUERY
-    SELECT x.fused_rank, c.chunk_id, c.doc_key, c.doc_version, c.chunk_index, c.anchor, c.title, c.content,
-        x.distance, x.trgm_score, x.fts_score, x.fused_score
-    FROM rag._candidates(retrieve.tenant, p.corrected, p.qemb, greatest(retrieve.k * 4, 40)) AS x
-    INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
-    WHERE x.fused_rank <= retrieve.k
-    ORDER BY x.fused_rank;
-END
+    SELECT * FROM rag._retrieve(current_user, retrieve.question, retrieve.tenant, retrieve.k, retrieve.query_embedding)
 $fn$;
 COMMENT ON FUNCTION rag.retrieve(text, text, integer, public.vector) IS
 'The k best chunks of a tenant for a question: vector (HNSW or exact), full-text and trigram legs fused by '

@@ -2,23 +2,74 @@
 
 -- The gate's threshold for a tenant: calibrated (rag.calibrate) over the setting over the default.
 -- The gate score combines the evidence signals (see rag._answer), so one threshold suffices.
-CREATE OR REPLACE FUNCTION rag._gate_thresholds(p_tenant rag.tenant)
+CREATE OR REPLACE FUNCTION rag._gate_thresholds(p_tenant rag.tenant, p_params jsonb)
 RETURNS jsonb
 LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT pg_catalog.jsonb_build_object(
-        'min_score', coalesce((p_tenant.gate ->> 'min_score')::float8, rag._setting('pgcite.min_score', 0.5)),
-        'source', CASE
-            WHEN p_tenant.gate ? 'min_score' THEN 'calibrated'
-            WHEN coalesce(pg_catalog.current_setting('pgcite.min_score', true), '') <> '' THEN 'setting'
-            ELSE 'default'
-        END
+        'min_score', coalesce((p_tenant.gate ->> 'min_score')::float8, (p_params ->> 'min_score')::float8),
+        'source', CASE WHEN p_tenant.gate ? 'min_score' THEN 'calibrated' ELSE 'setting' END
     )
 $fn$;
-COMMENT ON FUNCTION rag._gate_thresholds(rag.tenant) IS
-'Internal: the gate threshold of a tenant (calibrated, else setting pgcite.min_score, else 0.5).';
+COMMENT ON FUNCTION rag._gate_thresholds(rag.tenant, jsonb) IS
+'Internal: the gate threshold of a tenant (calibrated, else the setting min_score of p_params).';
+
+-- The options of rag.ask, checked and completed with their defaults: every key known, every value a JSON
+-- number (or integer) within its bounds; 22023 naming the key otherwise.
+CREATE OR REPLACE FUNCTION rag._answer_options(p_options jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    spec CONSTANT jsonb := '{
+        "max_quotes": {"default": 2, "min": 1, "max": 10, "integer": true},
+        "passages": {"default": 3, "min": 1, "max": 20, "integer": true},
+        "quote_margin": {"default": 0.08, "min": 0, "max": 1, "integer": false},
+        "rank_penalty": {"default": 0.1, "min": 0, "max": 1, "integer": false}
+    }';
+    o jsonb := coalesce(p_options, '{}');
+    e record;
+    sp jsonb;
+    n numeric;
+    out_options jsonb := '{}';
+BEGIN
+    IF pg_catalog.jsonb_typeof(o) <> 'object' THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'options must be a JSON object',
+            HINT = 'For example {"max_quotes": 2, "passages": 3}.';
+    END IF;
+    FOR e IN SELECT x.key, x.value FROM pg_catalog.jsonb_each(o) AS x LOOP
+        sp := spec -> e.key;
+        IF sp IS NULL THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'invalid_parameter_value',
+                MESSAGE = pg_catalog.format('unknown option "%s"', e.key),
+                HINT = 'Options: max_quotes, passages, quote_margin, rank_penalty (docs/sql.md).';
+        END IF;
+        n := CASE WHEN pg_catalog.jsonb_typeof(e.value) = 'number' THEN (e.value #>> '{}')::numeric END;
+        IF n IS NULL OR n < (sp ->> 'min')::numeric OR n > (sp ->> 'max')::numeric
+            OR ((sp ->> 'integer')::boolean AND n <> pg_catalog.trunc(n)) THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'invalid_parameter_value',
+                MESSAGE = pg_catalog.format('option "%s" must be %s from %s to %s, not %s', e.key,
+                    CASE WHEN (sp ->> 'integer')::boolean THEN 'an integer' ELSE 'a number' END,
+                    sp ->> 'min', sp ->> 'max', e.value::text);
+        END IF;
+    END LOOP;
+    SELECT pg_catalog.jsonb_object_agg(x.key, coalesce(o -> x.key, x.value -> 'default'))
+    INTO out_options
+    FROM pg_catalog.jsonb_each(spec) AS x;
+    RETURN out_options;
+END
+$fn$;
+COMMENT ON FUNCTION rag._answer_options(jsonb) IS
+'Internal: rag.ask''s options checked (22023 naming an unknown key or a value of the wrong type or range) and '
+'completed with defaults.';
 
 -- Sentences of the passages scored lexically in SQL: the fallback when pgcite_python is not installed.
 CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)
@@ -68,7 +119,8 @@ COMMENT ON FUNCTION rag._question_names(text) IS
 
 -- The whole answer pipeline for one question, without logging (rag.ask logs, rag.replay compares).
 CREATE OR REPLACE FUNCTION rag._answer(
-    p_question text, p_corrected text, p_tenant text, p_k integer, p_qemb public.vector, p_options jsonb
+    p_question text, p_corrected text, p_tenant text, p_k integer, p_qemb public.vector, p_options jsonb,
+    p_params jsonb
 )
 RETURNS TABLE (status text, answer text, reason text, citations jsonb, evidence jsonb, chunk_ids bigint[])
 LANGUAGE plpgsql
@@ -79,11 +131,12 @@ DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
     corrected text := p_corrected;
     q tsquery := rag._fts_query(t.ts_config, corrected);
-    thresholds jsonb := rag._gate_thresholds(t);
-    max_quotes integer := coalesce((p_options ->> 'max_quotes')::integer, 2);
-    n_passages integer := coalesce((p_options ->> 'passages')::integer, 3);
-    margin float8 := coalesce((p_options ->> 'quote_margin')::float8, 0.08);
-    rank_penalty float8 := coalesce((p_options ->> 'rank_penalty')::float8, 0.1);
+    thresholds jsonb := rag._gate_thresholds(t, p_params);
+    opts jsonb := rag._answer_options(p_options);
+    max_quotes integer := (opts ->> 'max_quotes')::integer;
+    n_passages integer := (opts ->> 'passages')::integer;
+    margin float8 := (opts ->> 'quote_margin')::float8;
+    rank_penalty float8 := (opts ->> 'rank_penalty')::float8;
     ranked jsonb;
     ids bigint [];
     n_visible bigint;
@@ -102,12 +155,6 @@ DECLARE
     fingerprint text;
     failed text [] := '{}';
 BEGIN
-    IF max_quotes NOT BETWEEN 1 AND 10 OR n_passages NOT BETWEEN 1 AND 20 THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'options.max_quotes must be 1..10 and options.passages 1..20';
-    END IF;
-
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'rank', x.fused_rank, 'chunk_id', x.chunk_id, 'doc_key', x.doc_key, 'chunk_index', x.chunk_index,
@@ -121,7 +168,7 @@ BEGIN
             coalesce(pg_catalog.string_agg(x.chunk_id || ':' || x.fused_score, ',' ORDER BY x.fused_rank), ''),
             'UTF8')), 'hex')
     INTO ranked, ids, best_sim, fingerprint
-    FROM rag._candidates(p_tenant, corrected, p_qemb, greatest(p_k * 4, 40)) AS x
+    FROM rag._candidates(p_tenant, corrected, p_qemb, greatest(p_k * 4, 40), p_params) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     WHERE x.fused_rank <= p_k;
 
@@ -175,7 +222,8 @@ BEGIN
     INTO gate_score
     FROM (VALUES (coalesce(best_sim, 0)), (coverage), (best_sentence)) AS x (v)
     WHERE x.v IS NOT NULL;
-    IF gate_score < (thresholds ->> 'min_score')::float8 THEN
+    -- NaN (a chunk stored with a zero vector before 0.3.0) sorts above every number in PostgreSQL: it fails.
+    IF gate_score IS NULL OR gate_score = 'NaN'::float8 OR gate_score < (thresholds ->> 'min_score')::float8 THEN
         failed := failed || 'score'::text;
     END IF;
     gate := pg_catalog.jsonb_build_object(
@@ -238,5 +286,5 @@ BEGIN
     RETURN NEXT;
 END
 $fn$;
-COMMENT ON FUNCTION rag._answer(text, text, text, integer, public.vector, jsonb) IS
+COMMENT ON FUNCTION rag._answer(text, text, text, integer, public.vector, jsonb, jsonb) IS
 'Internal: retrieve, gate, pick and verify quotes for one question; no logging (rag.ask logs).';

@@ -1,51 +1,30 @@
 -- rag.ask: the one call. Validates, answers (rag._answer), logs to the hash-chained audit log.
 
--- Settings that change an answer; they are logged with every ask and restored by rag.replay.
-CREATE OR REPLACE FUNCTION rag._answer_settings()
-RETURNS jsonb
-LANGUAGE sql
-STABLE
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-    SELECT coalesce(pg_catalog.jsonb_object_agg(s.name, pg_catalog.current_setting(s.name, true)), '{}')
-    FROM pg_catalog.unnest(ARRAY[
-        'pgcite.model', 'pgcite.rrf_k', 'pgcite.weight_vector', 'pgcite.weight_fts', 'pgcite.weight_trgm',
-        'pgcite.min_title_similarity', 'pgcite.exact_search_limit', 'pgcite.typo_similarity',
-        'pgcite.min_score'
-    ]) AS s (name)
-    WHERE coalesce(pg_catalog.current_setting(s.name, true), '') <> ''
-$fn$;
-COMMENT ON FUNCTION rag._answer_settings() IS 'Internal: the pgcite.* settings in force that shape an answer.';
-
-CREATE OR REPLACE FUNCTION rag.ask(
-    question text, tenant text, k integer DEFAULT 5, query_embedding public.vector DEFAULT NULL,
-    options jsonb DEFAULT '{}'
+CREATE OR REPLACE FUNCTION rag._ask(
+    p_caller name, p_question text, p_tenant text, p_k integer, p_query_embedding public.vector, p_options jsonb
 )
 RETURNS TABLE (ask_id bigint, status text, answer text, reason text, citations jsonb, evidence jsonb)
 LANGUAGE plpgsql
 VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     t0 timestamptz := pg_catalog.clock_timestamp();
     t1 timestamptz;
     t2 timestamptz;
+    t rag.tenant := rag._authorize(p_caller, p_tenant, 'read');
+    params jsonb := rag._params();
+    options jsonb := coalesce(p_options, '{}');
     p record;
-    t rag.tenant;
     r record;
     ids bigint [] := '{}';
     read_only boolean := pg_catalog.pg_is_in_recovery()
         OR pg_catalog.current_setting('transaction_read_only') = 'on';
     timings jsonb;
 BEGIN
-    IF ask.options IS NOT NULL AND pg_catalog.jsonb_typeof(ask.options) <> 'object' THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'options must be a JSON object',
-            HINT = 'For example {"max_quotes": 2, "passages": 3}.';
-    END IF;
-    p := rag._prepare_question(ask.question, ask.tenant, ask.k, ask.query_embedding);
-    t := rag._require_tenant(ask.tenant);
+    PERFORM rag._answer_options(options);  -- 22023 before any work
+    p := rag._prepare_question(p_question, p_tenant, p_k, p_query_embedding, params);
     t1 := pg_catalog.clock_timestamp();
 
     IF NOT p.has_question THEN
@@ -55,7 +34,7 @@ BEGIN
         evidence := pg_catalog.jsonb_build_object('chunks', '[]'::jsonb, 'complete', false,
             'fingerprint', pg_catalog.encode(pg_catalog.sha256(''::bytea), 'hex'));
     ELSE
-        SELECT * INTO r FROM rag._answer(ask.question, p.corrected, ask.tenant, ask.k, p.qemb, coalesce(ask.options, '{}'));
+        SELECT * INTO r FROM rag._answer(p_question, p.corrected, p_tenant, p_k, p.qemb, options, params);
         status := r.status;
         answer := r.answer;
         reason := r.reason;
@@ -75,20 +54,26 @@ BEGIN
         ask_id := NULL;
     ELSE
         evidence := evidence || '{"logged": true}'::jsonb;
-        INSERT INTO rag.ask_log AS l (
-            tenant, seq, role_name, asked_at, question, k, options, settings, model, query_embedding_supplied,
-            query_embedding, chunk_ids, status, reason, answer, citations, evidence, timings, fingerprint, row_hash
-        )
-        VALUES (
-            ask.tenant, 0, current_user, t0, coalesce(ask.question, ''), ask.k, coalesce(ask.options, '{}'),
-            rag._answer_settings(), t.model, ask.query_embedding IS NOT NULL, p.qemb,
-            ids, status, reason, answer, citations, evidence, timings,
-            evidence ->> 'fingerprint', ''::bytea
-        )
-        RETURNING l.ask_id INTO ask_id;
+        ask_id := rag._append_log(p_caller, p_tenant, t0, coalesce(p_question, ''), p_k, options, params, t.model,
+            p_query_embedding IS NOT NULL, p.qemb, ids, status, reason, answer, citations, evidence, timings);
     END IF;
     RETURN NEXT;
 END
+$fn$;
+COMMENT ON FUNCTION rag._ask(name, text, text, integer, public.vector, jsonb) IS
+'Internal (SECURITY DEFINER: appends to rag.ask_log, reads embeddings): rag.ask for the checked caller. The '
+'answer is computed here, so what is logged is what was answered.';
+
+CREATE OR REPLACE FUNCTION rag.ask(
+    question text, tenant text, k integer DEFAULT 5, query_embedding public.vector DEFAULT NULL,
+    options jsonb DEFAULT '{}'
+)
+RETURNS TABLE (ask_id bigint, status text, answer text, reason text, citations jsonb, evidence jsonb)
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM rag._ask(current_user, ask.question, ask.tenant, ask.k, ask.query_embedding, ask.options)
 $fn$;
 COMMENT ON FUNCTION rag.ask(text, text, integer, public.vector, jsonb) IS
 'Answers a question from a tenant''s corpus with verified verbatim quotes, or abstains with a reason '

@@ -18,51 +18,163 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag._log_payload(rag.ask_log) IS 'Internal: the text a log entry''s hash covers.';
 
--- Before insert: position in the tenant's chain (seq), previous hash and this entry's hash.
--- The per-tenant advisory lock orders concurrent askers; (tenant, seq) is unique besides.
-CREATE OR REPLACE FUNCTION rag._ask_log_chain()
-RETURNS trigger
-LANGUAGE plpgsql
+-- What an entry's entry_hash covers (0.3.0 and later): every column but the chain's own (seq, prev_hash,
+-- row_hash, entry_hash), so the entry can be hashed when it is written and chained later.
+CREATE OR REPLACE FUNCTION rag._log_entry_text(l rag.ask_log)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-DECLARE
-    last rag.ask_log;
-BEGIN
-    PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtextextended('rag.ask_log:' || NEW.tenant, 7411));
-    SELECT l.* INTO last FROM rag.ask_log AS l WHERE l.tenant = NEW.tenant ORDER BY l.seq DESC LIMIT 1;
-    NEW.seq := coalesce(last.seq, 0) + 1;
-    NEW.prev_hash := last.row_hash;
-    NEW.role_name := current_user;
-    NEW.row_hash := pg_catalog.sha256(
-        coalesce(NEW.prev_hash, ''::bytea) || pg_catalog.convert_to(rag._log_payload(NEW), 'UTF8'));
-    RETURN NEW;
-END
+    SELECT pg_catalog.jsonb_build_object(
+        'ask_id', l.ask_id, 'tenant', l.tenant, 'role_name', l.role_name,
+        'asked_at', extract(EPOCH FROM l.asked_at), 'question', l.question, 'k', l.k, 'options', l.options,
+        'settings', l.settings, 'model', l.model, 'query_embedding_supplied', l.query_embedding_supplied,
+        'query_embedding', l.query_embedding::text, 'chunk_ids', l.chunk_ids, 'status', l.status,
+        'reason', l.reason, 'answer', l.answer, 'citations', l.citations, 'evidence', l.evidence,
+        'timings', l.timings, 'fingerprint', l.fingerprint
+    )::text
 $fn$;
+COMMENT ON FUNCTION rag._log_entry_text(rag.ask_log) IS 'Internal: the text a log entry''s entry_hash covers.';
 
-DROP TRIGGER IF EXISTS ask_log_chain ON rag.ask_log;
-CREATE TRIGGER ask_log_chain BEFORE INSERT ON rag.ask_log
-FOR EACH ROW EXECUTE FUNCTION rag._ask_log_chain();
+-- The hash that links an entry into its tenant's chain. Entries of 0.2.0 and earlier (entry_hash NULL)
+-- hashed their content with their seq directly (rag._log_payload).
+CREATE OR REPLACE FUNCTION rag._log_row_hash(l rag.ask_log)
+RETURNS bytea
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT CASE
+        WHEN l.entry_hash IS NULL THEN pg_catalog.sha256(
+            coalesce(l.prev_hash, ''::bytea) || pg_catalog.convert_to(rag._log_payload(l), 'UTF8'))
+        ELSE pg_catalog.sha256(coalesce(l.prev_hash, ''::bytea) || pg_catalog.int8send(l.seq) || l.entry_hash)
+    END
+$fn$;
+COMMENT ON FUNCTION rag._log_row_hash(rag.ask_log) IS
+'Internal: sha256(prev_hash || seq || entry_hash), or the 0.2.0 formula for entries without entry_hash.';
 
-CREATE OR REPLACE FUNCTION rag.verify_log(tenant text)
-RETURNS TABLE (ok boolean, checked bigint, first_bad_ask_id bigint, problem text)
+-- Appends one entry, hashed but not yet chained, then seals the tenant's chain if it can do so without
+-- waiting. Inserting never waits for another session, so an ask in an open transaction holds up nobody.
+CREATE OR REPLACE FUNCTION rag._append_log(
+    p_caller name, p_tenant text, p_asked_at timestamptz, p_question text, p_k integer, p_options jsonb,
+    p_settings jsonb, p_model text, p_supplied boolean, p_qemb public.vector, p_chunk_ids bigint[], p_status text,
+    p_reason text, p_answer text, p_citations jsonb, p_evidence jsonb, p_timings jsonb
+)
+RETURNS bigint
 LANGUAGE plpgsql
-STABLE
+VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     l rag.ask_log;
+BEGIN
+    l.ask_id := pg_catalog.nextval('rag.ask_log_ask_id_seq');
+    l.tenant := p_tenant;
+    l.role_name := p_caller;
+    l.asked_at := p_asked_at;
+    l.question := p_question;
+    l.k := p_k;
+    l.options := p_options;
+    l.settings := p_settings;
+    l.model := p_model;
+    l.query_embedding_supplied := p_supplied;
+    l.query_embedding := p_qemb;
+    l.chunk_ids := p_chunk_ids;
+    l.status := p_status;
+    l.reason := p_reason;
+    l.answer := p_answer;
+    l.citations := p_citations;
+    l.evidence := p_evidence;
+    l.timings := p_timings;
+    l.fingerprint := p_evidence ->> 'fingerprint';
+    l.entry_hash := pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(l), 'UTF8'));
+    INSERT INTO rag.ask_log OVERRIDING SYSTEM VALUE SELECT l.*;
+    PERFORM rag._seal_log(p_tenant);
+    RETURN l.ask_id;
+END
+$fn$;
+COMMENT ON FUNCTION rag._append_log(
+    name, text, timestamptz, text, integer, jsonb, jsonb, text, boolean, public.vector, bigint[], text, text, text,
+    jsonb, jsonb, jsonb
+) IS 'Internal: writes one audit entry with its entry_hash and seals the chain when that needs no waiting.';
+
+-- Seals the tenant's unsealed entries that this transaction can see, in ask_id order: each gets the next seq,
+-- the previous row_hash and its own row_hash, and rag.log_head moves to the last. Only whoever holds the
+-- tenant's rag.log_head row seals; a session that finds it locked skips (SKIP LOCKED), and so do read-only
+-- transactions and REPEATABLE READ / SERIALIZABLE ones (their snapshot may not show the newest head). Returns
+-- how many entries it sealed.
+CREATE OR REPLACE FUNCTION rag._seal_log(p_tenant text)
+RETURNS integer
+LANGUAGE plpgsql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    h rag.log_head;
+    l record;
+    n integer := 0;
+    prev bytea;
+    s bigint;
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only') = 'on'
+        OR pg_catalog.current_setting('transaction_isolation') <> 'read committed' THEN
+        RETURN 0;
+    END IF;
+    SELECT * INTO h FROM rag.log_head AS x WHERE x.tenant = p_tenant FOR UPDATE SKIP LOCKED;
+    IF NOT found THEN
+        RETURN 0;
+    END IF;
+    prev := h.row_hash;
+    s := h.seq;
+    FOR l IN
+        SELECT a.ask_id, a.entry_hash FROM rag.ask_log AS a
+        WHERE a.tenant = p_tenant AND a.seq IS NULL
+        ORDER BY a.ask_id
+    LOOP
+        s := s + 1;
+        UPDATE rag.ask_log AS a
+        SET seq = s, prev_hash = prev,
+            row_hash = pg_catalog.sha256(coalesce(prev, ''::bytea) || pg_catalog.int8send(s) || l.entry_hash)
+        WHERE a.ask_id = l.ask_id
+        RETURNING a.row_hash INTO prev;
+        n := n + 1;
+    END LOOP;
+    IF n > 0 THEN
+        UPDATE rag.log_head AS x SET seq = s, row_hash = prev, sealed_at = pg_catalog.now()
+        WHERE x.tenant = p_tenant;
+    END IF;
+    RETURN n;
+END
+$fn$;
+COMMENT ON FUNCTION rag._seal_log(text) IS
+'Internal: chains the tenant''s unsealed log entries (never waits: SKIP LOCKED on rag.log_head); how many.';
+
+CREATE OR REPLACE FUNCTION rag._verify_log(p_caller name, p_tenant text)
+RETURNS TABLE (ok boolean, checked bigint, first_bad_ask_id bigint, problem text, unsealed bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    l rag.ask_log;
+    h rag.log_head;
     prev bytea;
     expected_seq bigint := 1;
 BEGIN
-    PERFORM rag._require_tenant(verify_log.tenant);
+    PERFORM rag._authorize(p_caller, p_tenant, 'read');
+    PERFORM rag._seal_log(p_tenant);
     checked := 0;
-    FOR l IN SELECT * FROM rag.ask_log AS a WHERE a.tenant = verify_log.tenant ORDER BY a.seq LOOP
+    FOR l IN SELECT * FROM rag.ask_log AS a WHERE a.tenant = p_tenant AND a.seq IS NOT NULL ORDER BY a.seq LOOP
         IF l.seq <> expected_seq THEN
             problem := pg_catalog.format('entry seq %s missing', expected_seq);
         ELSIF l.prev_hash IS DISTINCT FROM prev THEN
             problem := 'prev_hash does not match the previous entry';
-        ELSIF l.row_hash <> pg_catalog.sha256(
-            coalesce(l.prev_hash, ''::bytea) || pg_catalog.convert_to(rag._log_payload(l), 'UTF8')) THEN
+        ELSIF l.entry_hash IS NOT NULL
+            AND l.entry_hash <> pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(l), 'UTF8')) THEN
+            problem := 'entry_hash does not match the entry''s content';
+        ELSIF l.row_hash IS DISTINCT FROM rag._log_row_hash(l) THEN
             problem := 'row_hash does not match the entry''s content';
         END IF;
         IF problem IS NOT NULL THEN
@@ -75,41 +187,129 @@ BEGIN
         expected_seq := expected_seq + 1;
         checked := checked + 1;
     END LOOP;
-    ok := true;
+    -- the head, kept outside the log: deleting the log's last entries (or all of them) leaves it ahead
+    SELECT * INTO h FROM rag.log_head AS x WHERE x.tenant = p_tenant;
+    IF NOT found AND checked > 0 THEN
+        problem := 'the log head of this tenant is missing';
+    ELSIF found AND h.seq <> checked THEN
+        problem := pg_catalog.format('the log head is at seq %s but the log ends at seq %s: entries were removed',
+            h.seq, checked);
+    ELSIF found AND h.row_hash IS DISTINCT FROM prev THEN
+        problem := 'the last entry''s row_hash differs from the log head';
+    END IF;
+    -- entries not yet chained must still match their own hash
+    SELECT min(a.ask_id), count(*) INTO first_bad_ask_id, unsealed FROM rag.ask_log AS a
+    WHERE a.tenant = p_tenant AND a.seq IS NULL;
+    IF problem IS NULL AND first_bad_ask_id IS NOT NULL THEN
+        SELECT min(a.ask_id) INTO first_bad_ask_id FROM rag.ask_log AS a
+        WHERE a.tenant = p_tenant AND a.seq IS NULL
+            AND a.entry_hash IS DISTINCT FROM pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(a), 'UTF8'));
+        IF first_bad_ask_id IS NOT NULL THEN
+            problem := 'an unsealed entry''s entry_hash does not match its content';
+        END IF;
+    ELSE
+        first_bad_ask_id := NULL;
+    END IF;
+    ok := problem IS NULL;
     RETURN NEXT;
 END
 $fn$;
-COMMENT ON FUNCTION rag.verify_log(text) IS
-'Walks a tenant''s audit log in order and recomputes every hash: ok, entries checked, and the first entry '
-'whose content, order or link was altered.';
+COMMENT ON FUNCTION rag._verify_log(name, text) IS
+'Internal (SECURITY DEFINER: seals the chain): rag.verify_log for the checked caller.';
 
-CREATE OR REPLACE FUNCTION rag.replay(ask bigint)
+CREATE OR REPLACE FUNCTION rag.verify_log(tenant text)
+RETURNS TABLE (ok boolean, checked bigint, first_bad_ask_id bigint, problem text, unsealed bigint)
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM rag._verify_log(current_user, verify_log.tenant)
+$fn$;
+COMMENT ON FUNCTION rag.verify_log(text) IS
+'Seals what it can, then walks a tenant''s audit log in order and recomputes every hash: ok, entries checked, '
+'the first entry whose content, order or link was altered, and entries not yet sealed. Entries removed from the '
+'end are detected against rag.log_head.';
+
+CREATE OR REPLACE FUNCTION rag._log_head(p_caller name, p_tenant text)
+RETURNS TABLE (tenant text, seq bigint, row_hash text, sealed_at timestamptz, unsealed bigint)
+LANGUAGE plpgsql
+VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'admin');
+    PERFORM rag._seal_log(p_tenant);
+    RETURN QUERY
+    SELECT h.tenant, h.seq, pg_catalog.encode(h.row_hash, 'hex'), h.sealed_at,
+        (SELECT count(*) FROM rag.ask_log AS a WHERE a.tenant = p_tenant AND a.seq IS NULL)
+    FROM rag.log_head AS h WHERE h.tenant = p_tenant;
+END
+$fn$;
+COMMENT ON FUNCTION rag._log_head(name, text) IS
+'Internal (SECURITY DEFINER: seals the chain): rag.log_head for the checked caller.';
+
+CREATE OR REPLACE FUNCTION rag.log_head(tenant text)
+RETURNS TABLE (tenant text, seq bigint, row_hash text, sealed_at timestamptz, unsealed bigint)
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM rag._log_head(current_user, log_head.tenant)
+$fn$;
+COMMENT ON FUNCTION rag.log_head(text) IS
+'The head of a tenant''s audit chain after sealing: last seq and its row_hash (hex). Record it outside the '
+'database (as transparency logs publish their tree heads): a log rewritten from the start is detected only '
+'against such a record. Needs pgcite_admin.';
+
+-- The answer-shaping settings of a logged ask, to replay with: the numeric settings of rag._settings_catalog
+-- that shape an answer, each within its bounds, over the defaults. Nothing that chooses code or a model is
+-- ever taken from a log row (0.2.0 rows logged "pgcite.<name>" keys; both spellings are read).
+CREATE OR REPLACE FUNCTION rag._logged_params(p_settings jsonb)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT pg_catalog.jsonb_object_agg(c.name, coalesce(
+        (SELECT v.n FROM (
+            SELECT CASE WHEN x.value ~ '^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$' THEN x.value::float8 END AS n
+            FROM pg_catalog.jsonb_each_text(coalesce(p_settings, '{}')) AS x
+            WHERE x.key IN (c.name, 'pgcite.' || c.name)
+        ) AS v WHERE v.n BETWEEN c.min_value AND c.max_value LIMIT 1),
+        c.default_value::float8))
+    FROM rag._settings_catalog() AS c
+    WHERE c.in_answer
+$fn$;
+COMMENT ON FUNCTION rag._logged_params(jsonb) IS
+'Internal: the answer-shaping numeric settings of a log row (valid ones only, else defaults).';
+
+CREATE OR REPLACE FUNCTION rag._replay(p_caller name, p_ask bigint)
 RETURNS TABLE (
     ask_id bigint, identical boolean, fingerprint_then text, fingerprint_now text,
     chunks_then bigint[], chunks_now bigint[], citations_identical boolean, status_then text, status_now text
 )
 LANGUAGE plpgsql
 VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
+    who regrole := rag._caller(p_caller);
     l rag.ask_log;
-    s record;
+    params jsonb;
     r record;
 BEGIN
-    SELECT a.* INTO l FROM rag.ask_log AS a WHERE a.ask_id = replay.ask;
-    IF NOT found THEN
+    SELECT a.* INTO l FROM rag.ask_log AS a WHERE a.ask_id = p_ask;
+    IF NOT found OR NOT pg_catalog.pg_has_role(who, 'pgcite_reader', 'MEMBER') OR NOT rag._is_member(who, l.tenant)
+    THEN
         RAISE EXCEPTION USING
             ERRCODE = 'undefined_object',
-            MESSAGE = pg_catalog.format('ask %s not found', replay.ask),
+            MESSAGE = pg_catalog.format('ask %s not found', p_ask),
             HINT = 'Only asks of tenants you are a member of can be replayed.';
     END IF;
-    PERFORM rag._require_tenant(l.tenant);
-    -- the settings of the original ask, for this transaction only
-    FOR s IN SELECT e.key, e.value FROM pg_catalog.jsonb_each_text(l.settings) AS e LOOP
-        PERFORM pg_catalog.set_config(s.key, s.value, true);
-    END LOOP;
-    replay.ask_id := l.ask_id;
+    params := rag._logged_params(l.settings);
+    _replay.ask_id := l.ask_id;
     fingerprint_then := l.fingerprint;
     chunks_then := l.chunk_ids;
     status_then := l.status;
@@ -119,8 +319,8 @@ BEGIN
         status_now := l.status;
         citations_identical := true;
     ELSE
-        SELECT * INTO r FROM rag._answer(l.question, rag._correct_question(l.tenant, l.question), l.tenant, l.k,
-            l.query_embedding, l.options);
+        SELECT * INTO r FROM rag._answer(l.question, rag._correct_question(l.tenant, l.question, params), l.tenant,
+            l.k, l.query_embedding, l.options, params);
         fingerprint_now := r.evidence ->> 'fingerprint';
         chunks_now := r.chunk_ids;
         status_now := r.status;
@@ -131,11 +331,27 @@ BEGIN
     RETURN NEXT;
 END
 $fn$;
-COMMENT ON FUNCTION rag.replay(bigint) IS
-'Re-runs a logged ask with its logged embedding, parameters and settings and reports whether the retrieved '
-'chunks, fingerprint, status and citations are identical (they are while the corpus is unchanged).';
+COMMENT ON FUNCTION rag._replay(name, bigint) IS
+'Internal (SECURITY DEFINER: reads the log and embeddings of the caller''s tenant): rag.replay for the checked '
+'caller.';
 
-CREATE OR REPLACE FUNCTION rag.explain(question text, tenant text, k integer DEFAULT 5)
+CREATE OR REPLACE FUNCTION rag.replay(ask bigint)
+RETURNS TABLE (
+    ask_id bigint, identical boolean, fingerprint_then text, fingerprint_now text,
+    chunks_then bigint[], chunks_now bigint[], citations_identical boolean, status_then text, status_now text
+)
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM rag._replay(current_user, replay.ask)
+$fn$;
+COMMENT ON FUNCTION rag.replay(bigint) IS
+'Re-runs a logged ask with its logged embedding, parameters and answer-shaping settings (numbers only: never a '
+'model or a path) and reports whether the retrieved chunks, fingerprint, status and citations are identical '
+'(they are while the corpus is unchanged).';
+
+CREATE OR REPLACE FUNCTION rag._explain(p_caller name, p_question text, p_tenant text, p_k integer)
 RETURNS TABLE (
     fused_rank integer, chunk_id bigint, doc_key text, anchor text, title text,
     vec_rank integer, distance float8, fts_rank integer, fts_score float8, trgm_rank integer, trgm_score float8,
@@ -143,33 +359,51 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
+    params jsonb := rag._params();
     p record;
     r record;
 BEGIN
-    p := rag._prepare_question(explain.question, explain.tenant, explain.k, NULL);
+    PERFORM rag._authorize(p_caller, p_tenant, 'read');
+    p := rag._prepare_question(p_question, p_tenant, p_k, NULL, params);
     IF NOT p.has_question THEN
         RETURN;
     END IF;
-    SELECT * INTO r FROM rag._answer(explain.question, p.corrected, explain.tenant, explain.k, p.qemb, '{}');
+    SELECT * INTO r FROM rag._answer(p_question, p.corrected, p_tenant, p_k, p.qemb, '{}', params);
     RETURN QUERY
     SELECT x.fused_rank, x.chunk_id, x.doc_key, c.anchor, c.title, x.vec_rank, x.distance, x.fts_rank,
         x.fts_score, x.trgm_rank, x.trgm_score, x.fused_score,
         EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(r.citations) AS e
                 WHERE (e ->> 'chunk_id')::bigint = x.chunk_id),
         CASE
-            WHEN x.fused_rank > explain.k THEN 'rank_beyond_k'
+            WHEN x.fused_rank > p_k THEN 'rank_beyond_k'
             WHEN r.status = 'abstained' THEN 'gate:' || r.reason || coalesce(' ' || (r.evidence -> 'gate' ->> 'failed'), '')
             WHEN EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(r.citations) AS e
                          WHERE (e ->> 'chunk_id')::bigint = x.chunk_id) THEN NULL
             ELSE 'not_quoted'
         END
-    FROM rag._candidates(explain.tenant, p.corrected, p.qemb, greatest(explain.k * 4, 40)) AS x
+    FROM rag._candidates(p_tenant, p.corrected, p.qemb, greatest(p_k * 4, 40), params) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     ORDER BY x.fused_rank;
 END
+$fn$;
+COMMENT ON FUNCTION rag._explain(name, text, text, integer) IS
+'Internal (SECURITY DEFINER: reads embeddings): rag.explain for the checked caller.';
+
+CREATE OR REPLACE FUNCTION rag.explain(question text, tenant text, k integer DEFAULT 5)
+RETURNS TABLE (
+    fused_rank integer, chunk_id bigint, doc_key text, anchor text, title text,
+    vec_rank integer, distance float8, fts_rank integer, fts_score float8, trgm_rank integer, trgm_score float8,
+    fused_score float8, cited boolean, dropped_by text
+)
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM rag._explain(current_user, explain.question, explain.tenant, explain.k)
 $fn$;
 COMMENT ON FUNCTION rag.explain(text, text, integer) IS
 'Every candidate of every retrieval leg with its rank and score per leg, the fused order, whether it was cited '
@@ -178,3 +412,4 @@ COMMENT ON FUNCTION rag.explain(text, text, integer) IS
 GRANT EXECUTE ON FUNCTION rag.verify_log(text) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.replay(bigint) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.explain(text, text, integer) TO pgcite_reader;
+GRANT EXECUTE ON FUNCTION rag.log_head(text) TO pgcite_admin;

@@ -3,17 +3,21 @@
 -- lowest cost, where a wrong answer costs false_answer_cost (default 2) wrong abstentions (ties: fewer wrong
 -- answers, then the higher threshold), reported with the overlap.
 
-CREATE OR REPLACE FUNCTION rag.calibrate(tenant text, questions jsonb, false_answer_cost float8 DEFAULT 2)
+CREATE OR REPLACE FUNCTION rag._calibrate(
+    p_caller name, tenant text, questions jsonb, false_answer_cost float8
+)
 RETURNS TABLE (
     id text, kind text, answerable boolean, score float8, similarity float8, coverage float8, sentence float8,
     names float8, top_anchor text, expected_in_top_k boolean, answered_at_threshold boolean
 )
 LANGUAGE plpgsql
 VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    t rag.tenant := rag._require_tenant(calibrate.tenant);
+    t rag.tenant := rag._authorize(p_caller, _calibrate.tenant, 'admin');
+    params jsonb := rag._params();
     q jsonb;
     p record;
     r record;
@@ -25,7 +29,7 @@ DECLARE
     best record;
     decided jsonb;
 BEGIN
-    IF calibrate.questions IS NULL OR pg_catalog.jsonb_typeof(calibrate.questions) <> 'array' THEN
+    IF _calibrate.questions IS NULL OR pg_catalog.jsonb_typeof(_calibrate.questions) <> 'array' THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'questions must be a JSON array',
@@ -33,7 +37,7 @@ BEGIN
                 || '"kind": "answerable" | "typo" | "out_of_corpus"}.';
     END IF;
     IF EXISTS (
-        SELECT FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e
+        SELECT FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e
         WHERE pg_catalog.jsonb_typeof(e) <> 'object' OR coalesce(e ->> 'question', '') = ''
             OR coalesce(e ->> 'kind', '') NOT IN ('answerable', 'typo', 'out_of_corpus')
     ) THEN
@@ -41,20 +45,20 @@ BEGIN
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'every question needs a non-empty "question" and a "kind" of answerable, typo or out_of_corpus';
     END IF;
-    IF NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e
+    IF NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e
                    WHERE e ->> 'kind' <> 'out_of_corpus')
-        OR NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e
+        OR NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e
                        WHERE e ->> 'kind' = 'out_of_corpus') THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'calibration needs both answerable and out_of_corpus questions';
     END IF;
-    IF calibrate.false_answer_cost IS NULL OR calibrate.false_answer_cost <= 0 THEN
+    IF _calibrate.false_answer_cost IS NULL OR _calibrate.false_answer_cost <= 0 THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'false_answer_cost must be a positive number (a wrong answer costs that many wrong abstentions)';
     END IF;
-    n := pg_catalog.jsonb_array_length(calibrate.questions);
+    n := pg_catalog.jsonb_array_length(_calibrate.questions);
 
     CREATE TEMP TABLE IF NOT EXISTS pg_temp.pgcite_calibration (
         ord integer, id text, kind text, answerable boolean, score float8, similarity float8, coverage float8,
@@ -62,10 +66,10 @@ BEGIN
     ) ON COMMIT DROP;
     TRUNCATE pg_temp.pgcite_calibration;
 
-    FOR q IN SELECT e FROM pg_catalog.jsonb_array_elements(calibrate.questions) AS e LOOP
+    FOR q IN SELECT e FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e LOOP
         i := i + 1;
-        p := rag._prepare_question(q ->> 'question', calibrate.tenant, 5, NULL);
-        SELECT * INTO r FROM rag._answer(q ->> 'question', p.corrected, calibrate.tenant, 5, p.qemb, '{}');
+        p := rag._prepare_question(q ->> 'question', _calibrate.tenant, 5, NULL, params);
+        SELECT * INTO r FROM rag._answer(q ->> 'question', p.corrected, _calibrate.tenant, 5, p.qemb, '{}', params);
         INSERT INTO pg_temp.pgcite_calibration
         SELECT i, coalesce(q ->> 'id', i::text), q ->> 'kind', q ->> 'kind' <> 'out_of_corpus',
             (r.evidence -> 'gate' -> 'signals' ->> 'score')::float8,
@@ -104,7 +108,7 @@ BEGIN
                 FROM (SELECT DISTINCT c.score FROM pg_temp.pgcite_calibration AS c) AS s
             ) AS x
         ) AS y
-        ORDER BY y.fa + calibrate.false_answer_cost * y.fn, y.fn, y.th DESC
+        ORDER BY y.fa + _calibrate.false_answer_cost * y.fn, y.fn, y.th DESC
         LIMIT 1;
         threshold := best.th;
     END IF;
@@ -118,12 +122,12 @@ BEGIN
         'false_answer',
         (SELECT count(*) FROM pg_temp.pgcite_calibration AS c WHERE NOT c.answerable AND c.score >= threshold),
         'questions', n,
-        'false_answer_cost', calibrate.false_answer_cost,
+        'false_answer_cost', _calibrate.false_answer_cost,
         'calibrated_on', (SELECT pg_catalog.jsonb_agg(c.id ORDER BY c.ord) FROM pg_temp.pgcite_calibration AS c),
         'calibrated_at', pg_catalog.now(),
-        'calibrated_by', current_user
+        'calibrated_by', p_caller
     );
-    UPDATE rag.tenant AS tt SET gate = decided WHERE tt.tenant = calibrate.tenant;
+    UPDATE rag.tenant AS tt SET gate = decided WHERE tt.tenant = _calibrate.tenant;
     IF NOT found THEN
         RAISE EXCEPTION USING
             ERRCODE = 'insufficient_privilege',
@@ -145,6 +149,20 @@ BEGIN
     FROM pg_temp.pgcite_calibration AS c
     ORDER BY c.ord;
 END
+$fn$;
+COMMENT ON FUNCTION rag._calibrate(name, text, jsonb, float8) IS
+'Internal (SECURITY DEFINER: writes rag.tenant.gate): rag.calibrate for the checked caller.';
+
+CREATE OR REPLACE FUNCTION rag.calibrate(tenant text, questions jsonb, false_answer_cost float8 DEFAULT 2)
+RETURNS TABLE (
+    id text, kind text, answerable boolean, score float8, similarity float8, coverage float8, sentence float8,
+    names float8, top_anchor text, expected_in_top_k boolean, answered_at_threshold boolean
+)
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM rag._calibrate(current_user, calibrate.tenant, calibrate.questions, calibrate.false_answer_cost)
 $fn$;
 COMMENT ON FUNCTION rag.calibrate(text, jsonb, float8) IS
 'Runs labelled questions [{id, question, expect, kind}] against a tenant, chooses its gate threshold '

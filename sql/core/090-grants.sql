@@ -1,4 +1,8 @@
--- Internal functions (rag._*) are not for PUBLIC: readers get what asking needs, writers what storing needs.
+-- Grants of internal functions (rag._*), and the owner of the SECURITY DEFINER ones.
+-- * SECURITY DEFINER functions belong to pgcite_owner (NOLOGIN, not a superuser, owner of the tables) and may
+--   be executed by the role their public wrapper is for: readers, writers or admins. Each checks its caller.
+-- * Every other internal function is revoked from PUBLIC and granted to pgcite_owner (which runs them inside
+--   the SECURITY DEFINER functions) and to pgcite_reader (rag.ingest runs some of them as its caller).
 -- pgcite_python calls this again for the functions it adds.
 CREATE OR REPLACE FUNCTION rag._apply_grants()
 RETURNS integer
@@ -6,20 +10,29 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    f regprocedure;
+    f record;
     n integer := 0;
+    grantee text;
 BEGIN
     FOR f IN
-        SELECT p.oid::regprocedure
+        SELECT p.oid::regprocedure AS sig, p.proname, p.prosecdef
         FROM pg_catalog.pg_proc AS p
         WHERE p.pronamespace = 'rag'::regnamespace AND p.proname LIKE '\_%' AND p.prokind = 'f'
             AND p.prorettype <> 'trigger'::regtype AND p.proname <> '_apply_grants'
     LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
-        IF f::text LIKE 'rag._store_version(%' OR f::text LIKE 'rag._claim_model(%' THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_writer', f);
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.sig);
+        IF f.prosecdef THEN
+            EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO pgcite_owner', f.sig);
+            grantee := CASE
+                WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log')
+                    THEN 'pgcite_reader'
+                WHEN f.proname IN ('_store_version', '_store_document', '_delete_document', '_lock_document',
+                    '_reused_embeddings') THEN 'pgcite_writer'
+                ELSE 'pgcite_admin'
+            END;
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
         ELSE
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_reader', f);
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, pgcite_reader', f.sig);
         END IF;
         n := n + 1;
     END LOOP;
@@ -28,6 +41,21 @@ END
 $fn$;
 REVOKE ALL ON FUNCTION rag._apply_grants() FROM PUBLIC;
 COMMENT ON FUNCTION rag._apply_grants() IS
-'Internal: revokes rag._* functions from PUBLIC and grants them to pgcite_reader (or pgcite_writer).';
+'Internal: revokes rag._* functions from PUBLIC, gives SECURITY DEFINER ones to pgcite_owner and grants them to '
+'the role of their wrapper; other internals to pgcite_owner and pgcite_reader.';
 
 SELECT rag._apply_grants();
+
+-- Public functions: the role each is for (schema usage is granted to pgcite_reader only).
+GRANT EXECUTE ON FUNCTION rag.model_name() TO pgcite_reader;
+REVOKE ALL ON FUNCTION rag.create_tenant(text, regconfig) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.grant_tenant(text, regrole) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.revoke_tenant(text, regrole) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.prune_members() FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.set_config(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.log_head(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION rag.create_tenant(text, regconfig) TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.grant_tenant(text, regrole) TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.revoke_tenant(text, regrole) TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.prune_members() TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.set_config(text, text) TO pgcite_admin;

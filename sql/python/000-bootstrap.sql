@@ -13,7 +13,8 @@ import sys
 
 if "pgcite_site" in GD:
     return GD["pgcite_site"]
-root = plpy.execute("SELECT current_setting('pgcite.python_path', true) AS p")[0]["p"] or "/opt/pgcite/venv"
+# rag._config_text: rag.config or the server configuration, never a session (42501 if a session tries)
+root = plpy.execute("SELECT rag._config_text('python_path') AS p")[0]["p"]
 ver = "python%d.%d" % sys.version_info[:2]
 candidates = [root] if root.rstrip("/").endswith("site-packages") else glob.glob(
     os.path.join(root, "lib", ver, "site-packages"))
@@ -21,8 +22,9 @@ site = next((c for c in candidates if os.path.isdir(os.path.join(c, "pgcite_udfs
 if site is None:
     plpy.error(
         "pgcite_python: no DB-side Python environment with pgcite_udfs at %s (%s)" % (root, ver),
-        detail="pgcite.python_path must name a venv made with the system python (%s) or its site-packages." % ver,
-        hint="Run `make setup` and `make install`, or SET pgcite.python_path to the venv (default /opt/pgcite/venv).",
+        detail="The setting python_path must name a venv made with the system python (%s) or its site-packages." % ver,
+        hint="Run `make setup` and `make install`; a superuser points python_path at the venv with "
+        "rag.set_config('python_path', ...) or pgcite.python_path in postgresql.conf.",
         sqlstate="PC001")
 if site in sys.path:
     sys.path.remove(site)
@@ -30,15 +32,15 @@ sys.path.insert(0, site)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-threads = plpy.execute("SELECT current_setting('pgcite.torch_threads', true) AS t")[0]["t"] or "1"
+threads = plpy.execute("SELECT rag._config_text('torch_threads') AS t")[0]["t"]
 os.environ["OMP_NUM_THREADS"] = threads
 os.environ["MKL_NUM_THREADS"] = threads
 GD["pgcite_site"] = site
 return site
 $fn$;
 COMMENT ON FUNCTION rag._python_init() IS
-'Internal: finds the DB-side venv (setting pgcite.python_path, default /opt/pgcite/venv) and puts it first on '
-'sys.path; PC001 with a hint when it is missing.';
+'Internal: finds the DB-side venv (setting python_path from rag.config or the server configuration, default '
+'/opt/pgcite/venv; never from a session) and puts it first on sys.path; PC001 with a hint when it is missing.';
 
 CREATE OR REPLACE FUNCTION rag.python_info()
 RETURNS jsonb

@@ -32,7 +32,6 @@ $fn$;
 COMMENT ON FUNCTION rag.embed_many(text[]) IS
 'Embeddings of many texts in batches; ord is the 1-based position in the input array (NULL in, NULL out).';
 
-GRANT EXECUTE ON FUNCTION rag.embed(text) TO pgcite_reader;
-GRANT EXECUTE ON FUNCTION rag.embed_many(text[]) TO pgcite_reader;
-GRANT EXECUTE ON FUNCTION rag._python_init() TO pgcite_reader;
+GRANT EXECUTE ON FUNCTION rag.embed(text) TO pgcite_reader, pgcite_owner;
+GRANT EXECUTE ON FUNCTION rag.embed_many(text[]) TO pgcite_reader, pgcite_owner;
 GRANT EXECUTE ON FUNCTION rag.python_info() TO pgcite_reader;

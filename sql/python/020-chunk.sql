@@ -54,14 +54,27 @@ COMMENT ON FUNCTION rag._parsed(text, text, integer, integer) IS
 
 CREATE OR REPLACE FUNCTION rag._chunk_rows(body text, format text, max_tokens integer, overlap integer)
 RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    max_bytes bigint := rag._setting('max_document_bytes', 20 * 1024 * 1024)::bigint;
+BEGIN
+    IF pg_catalog.octet_length(body) > max_bytes THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('document is %s bytes, over the limit of %s bytes',
+                pg_catalog.octet_length(body), max_bytes),
+            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
+    END IF;
+    RETURN QUERY
     SELECT (c ->> 'chunk_index')::integer, c ->> 'anchor', c ->> 'section_path', c ->> 'title', c ->> 'content'
-    FROM pg_catalog.jsonb_array_elements(rag._parsed(body, format, max_tokens, overlap) -> 'chunks') AS c
+    FROM pg_catalog.jsonb_array_elements(rag._parsed(body, format, max_tokens, overlap) -> 'chunks') AS c;
+END
 $fn$;
-COMMENT ON FUNCTION rag._chunk_rows(text, text, integer, integer) IS 'Internal: the chunks of a document as rows.';
+COMMENT ON FUNCTION rag._chunk_rows(text, text, integer, integer) IS
+'Internal: the chunks of a document as rows; 54000 over the setting max_document_bytes.';
 
 CREATE OR REPLACE FUNCTION rag.chunk_html(html text)
 RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)
@@ -108,6 +121,10 @@ $fn$;
 COMMENT ON FUNCTION rag.chunk_text(text, integer, integer) IS
 'Plain text in windows of max_tokens MiniLM word pieces (at most 256) overlapping by overlap word pieces.';
 
-GRANT EXECUTE ON FUNCTION rag.chunk_html(text) TO pgcite_reader;
-GRANT EXECUTE ON FUNCTION rag.chunk_markdown(text) TO pgcite_reader;
-GRANT EXECUTE ON FUNCTION rag.chunk_text(text, integer, integer) TO pgcite_reader;
+-- Chunking costs CPU in proportion to its input: it is for the roles that ingest.
+REVOKE ALL ON FUNCTION rag.chunk_html(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.chunk_markdown(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.chunk_text(text, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION rag.chunk_html(text) TO pgcite_writer;
+GRANT EXECUTE ON FUNCTION rag.chunk_markdown(text) TO pgcite_writer;
+GRANT EXECUTE ON FUNCTION rag.chunk_text(text, integer, integer) TO pgcite_writer;

@@ -17,7 +17,8 @@ DECLARE
     items rag.chunk_input [];
     v_model text := rag.model_name();
 BEGIN
-    PERFORM rag._check_document(p_tenant, p_key, ingest.body);
+    PERFORM rag._authorize(current_user, p_tenant, 'write');
+    PERFORM rag._check_document(p_key, ingest.body);
     IF fmt NOT IN ('auto', 'html', 'markdown', 'text') THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
@@ -28,7 +29,7 @@ BEGIN
     -- re-chunked (a new version; unchanged chunk texts keep their embeddings) rather than "unchanged".
     doc_hash := rag._document_hash(ingest.body, fmt || ';chunker=' || rag._chunker_version(), ingest.title,
         ingest.source_url, ingest.metadata);
-    IF rag._lock_document(p_tenant, p_key, doc_hash) THEN
+    IF rag._lock_document(current_user, p_tenant, p_key, doc_hash) THEN
         RETURN QUERY SELECT d.doc_key, d.version, 'unchanged'::text, d.chunk_count, d.empty_sections
         FROM rag.document AS d WHERE d.tenant = p_tenant AND d.doc_key = p_key AND d.retired_at IS NULL;
         RETURN;
@@ -51,10 +52,10 @@ BEGIN
         FROM pg_catalog.jsonb_array_elements(parsed -> 'chunks') WITH ORDINALITY AS e (j, o)
     ),
     reused AS (
-        SELECT DISTINCT ON (c.o) c.o, s.embedding
+        SELECT c.o, s.embedding
         FROM c
-        INNER JOIN rag.chunk AS s ON s.tenant = p_tenant AND s.content_hash = c.h AND s.model = v_model
-        ORDER BY c.o, s.chunk_id
+        INNER JOIN rag._reused_embeddings(current_user, p_tenant, v_model,
+            (SELECT pg_catalog.array_agg(c2.h) FROM c AS c2)) AS s ON s.content_hash = c.h
     ),
     todo AS (
         SELECT
@@ -77,7 +78,7 @@ BEGIN
     LEFT JOIN fresh AS f ON f.o = c.o;
 
     RETURN QUERY SELECT * FROM rag._store_version(
-        p_tenant, p_key, doc_hash, parsed ->> 'format', coalesce(ingest.title, parsed ->> 'title'),
+        current_user, p_tenant, p_key, doc_hash, parsed ->> 'format', coalesce(ingest.title, parsed ->> 'title'),
         ingest.source_url, ingest.metadata, pg_catalog.jsonb_array_length(parsed -> 'empty_sections'), v_model, items
     );
 END
