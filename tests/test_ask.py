@@ -90,7 +90,7 @@ def test_typo_question_still_finds_the_section(conn):
 
 def test_typo_correction_fixes_typos_but_keeps_names_the_corpus_lacks(conn):
     question = "vacum freez autovacum_freeze_max_age: work_mem or postgres_fdw? Will my sorts spill? indx"
-    corrected = conn.execute("SELECT rag._correct_question('tiny', %s)", (question,)).fetchone()[0]
+    corrected = conn.execute("SELECT rag.correct_question(%s, 'tiny')", (question,)).fetchone()[0]
     # typos (1-2 edits) are corrected; work_mem and postgres_fdw are not cut down to "work" and "postgres";
     # ordinary English words the corpus lacks ("spill") are not typos and stay
     assert corrected == (

@@ -174,10 +174,12 @@ def test_non_member_gets_permission_denied(conn, client):
 
 
 def test_missing_db_python_environment(dsn):
-    with Client(dsn) as c:
-        c.connection.execute("SET pgcite.python_path = '/nonexistent/pgcite-venv'")
+    with Client(dsn) as c:  # a new backend, and a superuser's setting, rolled back
+        c.connection.autocommit = False
+        c.connection.execute("SELECT rag.set_config('python_path', '/nonexistent/pgcite-venv')")
         with pytest.raises(PythonEnvironmentMissing) as ei:
             c.retrieve("vacuum", "tiny")
+        c.connection.rollback()
     assert ei.value.sqlstate == "PC001" and ei.value.hint
 
 

@@ -52,7 +52,6 @@ def test_dockerfile_installs_what_the_extension_needs():
         "--system-site-packages",
         "requirements-db.txt",
         "python_udfs",
-        "pgcite.python_path=/opt/pgcite/venv",
     ):
         assert needed in text, needed
     for path in ("extension", "sql", "migrations", "python_udfs", "requirements-db.txt"):

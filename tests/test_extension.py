@@ -19,7 +19,7 @@ def test_create_extension_cascade_in_fresh_database(pg, fresh_db):
         c.execute("CREATE EXTENSION pgcite CASCADE")
         c.execute("CREATE EXTENSION pgcite_python CASCADE")
         rows = dict(c.execute("SELECT extname, extversion FROM pg_extension").fetchall())
-    assert rows["pgcite"] == "0.2.0" and rows["pgcite_python"] == "0.2.0"
+    assert rows["pgcite"] == "0.3.0" and rows["pgcite_python"] == "0.3.0"
     assert {"vector", "pg_trgm", "fuzzystrmatch", "plpython3u"} <= set(rows)
     major, minor = (int(x) for x in rows["vector"].split(".")[:2])
     assert (major, minor) >= (0, 8)
@@ -52,28 +52,39 @@ ORDER BY 1
 """
 
 
-def test_update_from_the_previous_release_equals_a_fresh_install_and_keeps_data(pg, fresh_db):
-    """ALTER EXTENSION ... UPDATE from 0.1.0 (frozen in extension/released/) gives exactly what a fresh
-    install of this version gives, and the data stored under 0.1.0 is still there and still answers."""
+@pytest.mark.parametrize("old", ["0.1.0", "0.2.0"])
+def test_update_from_a_previous_release_equals_a_fresh_install_and_keeps_data(pg, fresh_db, old):
+    """ALTER EXTENSION ... UPDATE from a release frozen in extension/released/ gives exactly what a fresh
+    install of this version gives, and the data stored under the old release is still there, still answers,
+    and its audit log (chained under the old formula) still verifies and goes on."""
     with pg.admin(fresh_db) as c:
-        c.execute("CREATE EXTENSION pgcite VERSION '0.1.0' CASCADE")
-        c.execute("CREATE EXTENSION pgcite_python VERSION '0.1.0' CASCADE")
+        c.execute(f"CREATE EXTENSION pgcite VERSION '{old}' CASCADE")
+        c.execute(f"CREATE EXTENSION pgcite_python VERSION '{old}' CASCADE")
         c.execute("SELECT rag.create_tenant('old')")
         md = "# Autovacuum\n\nThe autovacuum daemon removes dead tuples in the background.\n"
         assert (
             c.execute("SELECT status FROM rag.ingest('old', 'doc.md', %s)", (md,)).fetchone()[0] == "inserted"
         )
-        c.execute("SELECT status FROM rag.ask('What removes dead tuples?', 'old', 1)")  # logged under 0.1.0
+        c.execute("SELECT status FROM rag.ask('What removes dead tuples?', 'old', 1)")  # logged under old
+        member = f"old_member_{old.replace('.', '_')}"
+        c.execute(f"CREATE ROLE {member}")
+        c.execute("SELECT rag.grant_tenant('old', %s)", (member,))
         c.execute("ALTER EXTENSION pgcite UPDATE")
         c.execute("ALTER EXTENSION pgcite_python UPDATE")
         versions = dict(c.execute("SELECT extname, extversion FROM pg_extension").fetchall())
-        assert versions["pgcite"] == "0.2.0" and versions["pgcite_python"] == "0.2.0"
+        assert versions["pgcite"] == "0.3.0" and versions["pgcite_python"] == "0.3.0"
+        # the membership was carried over by role
+        assert c.execute("SELECT member_role::text, member_name FROM rag.tenant_member").fetchone() == (
+            member,
+            member,
+        )
+        c.execute(f"DROP ROLE {member}")
         upgraded = [r[0] for r in c.execute(CATALOG).fetchall()]
         status, citations = c.execute(
             "SELECT status, citations FROM rag.ask('What removes dead tuples?', 'old', 1)"
         ).fetchone()
         assert status == "answered" and citations[0]["quote"].startswith("The autovacuum daemon removes")
-        assert c.execute("SELECT ok, checked FROM rag.verify_log('old')").fetchone() == (True, 2)
+        assert c.execute("SELECT ok, checked, unsealed FROM rag.verify_log('old')").fetchone() == (True, 2, 0)
         # the same body after the upgrade: the chunker's version is part of the hash now, so it is re-chunked
         again = c.execute("SELECT status FROM rag.ingest('old', 'doc.md', %s)", (md,)).fetchone()[0]
         assert again == "updated"
@@ -161,12 +172,13 @@ def test_in_database_embedding_equals_plain_python(conn):
 
 
 def test_missing_venv_is_a_clear_error(pg, db):
-    with psycopg.connect(pg.dsn(db), autocommit=True) as c:
-        c.execute("SET pgcite.python_path = '/nonexistent/venv'")
+    with psycopg.connect(pg.dsn(db)) as c:  # a new backend: nothing imported yet
+        c.execute("SELECT rag.set_config('python_path', '/nonexistent/venv')")  # a superuser's setting
         with pytest.raises(psycopg.Error) as e:
             c.execute("SELECT rag.embed('x')")
         assert sqlstate_of(e) == "PC001"
         assert "make setup" in e.value.diag.message_hint
+        c.rollback()
         # the backend survives and answers
         assert c.execute("SELECT 1").fetchone() == (1,)
 
@@ -246,4 +258,4 @@ def test_extension_scripts_are_idempotent_to_reinstall(pg, fresh_db):
         c.execute("DROP EXTENSION pgcite")
         c.execute("CREATE EXTENSION pgcite")  # roles already exist: no error
         c.execute("CREATE EXTENSION pgcite_python")
-        assert c.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE 'pgcite_%'").fetchone()[0] == 3
+        assert c.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE 'pgcite_%'").fetchone()[0] == 4

@@ -208,7 +208,7 @@ def test_malformed_html_recovers(conn):
 def test_model_mismatch_is_refused(conn):
     conn.execute("SELECT rag.create_tenant('mm')")
     ingest(conn, "mm", "a.md", "# A\n\nFirst document.\n")
-    conn.execute("SET LOCAL pgcite.model = 'some/other-model'")
+    conn.execute("SELECT rag.set_config('model', 'some/other-model')")
     with pytest.raises(psycopg.Error) as e:
         ingest(conn, "mm", "b.md", "# B\n\nSecond document.\n")
     assert sqlstate_of(e) == "55000"

@@ -152,8 +152,9 @@ COMMENT ON FUNCTION rag._require_tenant(text) IS 'Internal: the tenant row, or 4
 
 -- ---------------------------------------------------------------- settings
 -- Every setting pgcite reads: its kind, default, bounds, and who may set it. Settings shape answers, the gate,
--- limits and which code runs, so none is taken from a session: rag.config (rag.set_config) first, then the
--- server configuration (postgresql.conf, ALTER SYSTEM, the command line), then the default.
+-- limits and which code runs, so none is taken from a session: they live in rag.config (rag.set_config), else
+-- they have their default. A pgcite.* run-time parameter (SET, ALTER ROLE, PGOPTIONS, postgresql.conf) is
+-- never read: one that differs from the value in force is refused (42501), so nobody believes it applies.
 CREATE OR REPLACE FUNCTION rag._settings_catalog()
 RETURNS TABLE (name text, kind text, default_value text, min_value float8, max_value float8, superuser_only boolean,
     in_answer boolean, description text)
@@ -182,8 +183,9 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag._settings_catalog() IS 'Internal: every pgcite setting, its default, bounds and who sets it.';
 
--- The value of one setting: rag.config, else the server configuration, else the default. A value set by a
--- session, a client, ALTER ROLE or ALTER DATABASE is refused (42501): no tenant role can choose it.
+-- The value of one setting: rag.config, else its default. A pgcite.<name> parameter that differs from it
+-- (set by a session, a role, a client or postgresql.conf: PostgreSQL cannot tell which for a parameter no
+-- library defines) is refused with 42501 rather than silently ignored.
 CREATE OR REPLACE FUNCTION rag._config_text(p_name text)
 RETURNS text
 LANGUAGE plpgsql
@@ -191,31 +193,30 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
+    s record;
     v text;
-    src text;
+    g text := pg_catalog.current_setting('pgcite.' || p_name, true);
 BEGIN
+    SELECT * INTO s FROM rag._settings_catalog() AS c WHERE c.name = p_name;
     SELECT c.value INTO v FROM rag.config AS c WHERE c.name = p_name;
-    IF found THEN
-        RETURN v;
-    END IF;
-    SELECT s.setting, s.source INTO v, src FROM pg_catalog.pg_settings AS s WHERE s.name = 'pgcite.' || p_name;
-    IF coalesce(v, '') = '' THEN
-        RETURN (SELECT c.default_value FROM rag._settings_catalog() AS c WHERE c.name = p_name);
-    END IF;
-    IF src NOT IN ('default', 'configuration file', 'command line', 'environment variable', 'override') THEN
+    v := coalesce(v, s.default_value);
+    IF coalesce(g, '') <> '' AND g IS DISTINCT FROM v
+        AND NOT (s.kind = 'number' AND g ~ '^\s*-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?\s*$' AND g::float8 = v::float8) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'insufficient_privilege',
-            MESSAGE = pg_catalog.format('setting pgcite.%s cannot be set by a session (set by: %s)', p_name, src),
-            DETAIL = 'pgcite settings shape answers, the gate and the code that runs: only an administrator sets them.',
-            HINT = pg_catalog.format('RESET pgcite.%s; an admin uses SELECT rag.set_config(%L, ...) or postgresql.conf.',
-                p_name, p_name);
+            MESSAGE = pg_catalog.format('pgcite.%s = "%s" is not applied: pgcite reads its settings from rag.config',
+                p_name, g),
+            DETAIL = pg_catalog.format('The value in force is "%s". Settings shape answers, the gate and the code '
+                'that runs, so no session, role or client may choose them.', v),
+            HINT = pg_catalog.format('RESET pgcite.%s (or remove it from postgresql.conf); an admin uses '
+                'SELECT rag.set_config(%L, ...).', p_name, p_name);
     END IF;
     RETURN v;
 END
 $fn$;
 COMMENT ON FUNCTION rag._config_text(text) IS
-'Internal: a setting from rag.config, else the server configuration, else its default; 42501 when a session, '
-'role or database setting tries to choose it.';
+'Internal: a setting from rag.config, else its default; 42501 when a pgcite.* parameter tries to choose another '
+'value.';
 
 -- All numeric settings that shape an answer, as one JSON object (read once per call, logged with every ask).
 CREATE OR REPLACE FUNCTION rag._params()
@@ -315,15 +316,13 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag.set_config(text, text) IS
 'Sets a pgcite setting for this database (pgcite_admin; model and python_path: superuser); NULL removes it, so '
-'the server configuration or the default applies again. Returns the value now in force. 22023 for an unknown '
+'the default applies again. Returns the value now in force. 22023 for an unknown '
 'setting or a value out of bounds.';
 
 CREATE OR REPLACE VIEW rag.settings AS
-SELECT c.name, rag._config_text(c.name) AS value, c.default_value,
-    CASE WHEN x.name IS NOT NULL THEN 'rag.config'
-        WHEN coalesce(s.setting, '') <> '' THEN 'server configuration' ELSE 'default' END AS source,
-    c.superuser_only, c.description
+SELECT c.name, coalesce(x.value, c.default_value) AS value, c.default_value,
+    CASE WHEN x.name IS NOT NULL THEN 'rag.config' ELSE 'default' END AS source,
+    x.set_by, x.set_at, c.superuser_only, c.description
 FROM rag._settings_catalog() AS c
-LEFT JOIN rag.config AS x ON x.name = c.name
-LEFT JOIN pg_catalog.pg_settings AS s ON s.name = 'pgcite.' || c.name;
+LEFT JOIN rag.config AS x ON x.name = c.name;
 COMMENT ON VIEW rag.settings IS 'Every pgcite setting in force, where it comes from, and its default.';

@@ -127,6 +127,24 @@ $fn$;
 COMMENT ON FUNCTION rag._correct_question(text, text, jsonb) IS
 'Internal: the question in lower case with unknown words replaced by the nearest word of the tenant''s corpus.';
 
+CREATE OR REPLACE FUNCTION rag.correct_question(question text, tenant text)
+RETURNS text
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    PERFORM rag._authorize(current_user, correct_question.tenant, 'read');
+    RETURN rag._correct_question(correct_question.tenant, correct_question.question, rag._params());
+END
+$fn$;
+COMMENT ON FUNCTION rag.correct_question(text, text) IS
+'The question as retrieval reads it: lower case, with words the tenant''s corpus does not know replaced by the '
+'nearest known word. A client that embeds questions itself embeds this text when it differs from the question''s '
+'words (rag.ask does the same).';
+
+GRANT EXECUTE ON FUNCTION rag.correct_question(text, text) TO pgcite_reader;
+
 -- The text embedded for a question: the corrected question if a word was corrected, else the question.
 CREATE OR REPLACE FUNCTION rag._embedding_text(p_question text, p_corrected text)
 RETURNS text

@@ -13,7 +13,7 @@ import sys
 
 if "pgcite_site" in GD:
     return GD["pgcite_site"]
-# rag._config_text: rag.config or the server configuration, never a session (42501 if a session tries)
+# rag._config_text: rag.config or the default, never a run-time parameter (42501 if one tries)
 root = plpy.execute("SELECT rag._config_text('python_path') AS p")[0]["p"]
 ver = "python%d.%d" % sys.version_info[:2]
 candidates = [root] if root.rstrip("/").endswith("site-packages") else glob.glob(
@@ -24,7 +24,7 @@ if site is None:
         "pgcite_python: no DB-side Python environment with pgcite_udfs at %s (%s)" % (root, ver),
         detail="The setting python_path must name a venv made with the system python (%s) or its site-packages." % ver,
         hint="Run `make setup` and `make install`; a superuser points python_path at the venv with "
-        "rag.set_config('python_path', ...) or pgcite.python_path in postgresql.conf.",
+        "rag.set_config('python_path', ...).",
         sqlstate="PC001")
 if site in sys.path:
     sys.path.remove(site)
@@ -39,8 +39,8 @@ GD["pgcite_site"] = site
 return site
 $fn$;
 COMMENT ON FUNCTION rag._python_init() IS
-'Internal: finds the DB-side venv (setting python_path from rag.config or the server configuration, default '
-'/opt/pgcite/venv; never from a session) and puts it first on sys.path; PC001 with a hint when it is missing.';
+'Internal: finds the DB-side venv (setting python_path from rag.config, default /opt/pgcite/venv; never from a '
+'session) and puts it first on sys.path; PC001 with a hint when it is missing.';
 
 CREATE OR REPLACE FUNCTION rag.python_info()
 RETURNS jsonb

@@ -307,11 +307,11 @@ def cmd_verify_log(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         _json(v.to_dict(), out)
     elif v.ok:
-        out.write(f"log of {args.tenant}: ok ({v.checked} entries checked)\n")
+        pending = f", {v.unsealed} not yet sealed" if v.unsealed else ""
+        out.write(f"log of {args.tenant}: ok ({v.checked} entries checked{pending})\n")
     else:
-        out.write(
-            f"log of {args.tenant}: BROKEN at ask_id {v.first_bad_ask_id} ({v.checked} entries checked)\n"
-        )
+        where = f" at ask_id {v.first_bad_ask_id}" if v.first_bad_ask_id is not None else ""
+        out.write(f"log of {args.tenant}: BROKEN{where}: {v.problem} ({v.checked} entries checked)\n")
     return EXIT_OK if v.ok else EXIT_CHECK_FAILED
 
 

@@ -125,7 +125,7 @@ class Cluster:
             == 0
         )
 
-    def init(self, db_venv: str | None = None, port: int | None = None) -> None:
+    def init(self, port: int | None = None) -> None:
         """initdb (first time only) with pgcite's settings in postgresql.pgcite.conf."""
         if self.exists():
             return
@@ -156,13 +156,10 @@ class Cluster:
                 "--no-sync",
             ]
         )
-        venv = db_venv or os.environ.get("PGCITE_DB_VENV", DEFAULT_DB_VENV)
         settings = {
             "port": str(port or free_port()),
             "listen_addresses": "'127.0.0.1'",
             "unix_socket_directories": f"'{self.sockdir}'",
-            "pgcite.python_path": f"'{venv}'",
-            "pgcite.torch_threads": "1",
             "max_connections": "40",
             "shared_buffers": "256MB",
             "maintenance_work_mem": "256MB",
@@ -214,6 +211,10 @@ class Cluster:
             if python:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS pgcite_python CASCADE")
                 conn.execute("ALTER EXTENSION pgcite_python UPDATE")
+                # settings live in the database (rag.config), never in run-time parameters
+                venv = os.environ.get("PGCITE_DB_VENV", DEFAULT_DB_VENV)
+                if venv != DEFAULT_DB_VENV:
+                    conn.execute("SELECT rag.set_config('python_path', %s)", (venv,))
 
     def destroy(self) -> None:
         self.stop()

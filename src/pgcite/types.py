@@ -210,6 +210,8 @@ class LogVerification:
     ok: bool
     checked: int
     first_bad_ask_id: int | None
+    problem: str | None = None
+    unsealed: int = 0  # entries written but not yet chained (sealed by the next ask or verify_log)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> LogVerification:
@@ -217,6 +219,8 @@ class LogVerification:
             ok=bool(row["ok"]),
             checked=int(row["checked"] or 0),
             first_bad_ask_id=_int(row.get("first_bad_ask_id")),
+            problem=row.get("problem"),
+            unsealed=int(row.get("unsealed") or 0),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,509 @@
+"""The privilege model, attacked as a hostile tenant would (issue: security hardening).
+
+Each test logs in as an ordinary role (a reader, a writer, an admin, or a role with no pgcite grant at all),
+tries one attack, and asserts that it fails with the documented SQLSTATE and that nothing changed.
+The database is this module's own, with committed data, so several sessions can see it at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import drop_database, sqlstate_of
+
+ROOT = Path(__file__).resolve().parents[1]
+SFX = uuid.uuid4().hex[:6]
+R = {k: f"{k}_{SFX}" for k in ("reader", "writer", "admin", "nobody", "bravo")}
+ALPHA_DOC = (
+    "# Alpha handbook\n\nThe alpha team vacuums its tables every night at two.\n\n"
+    "## Indexes\n\nA B-tree index handles equality and range queries on sortable data.\n"
+)
+BRAVO_DOC = "# Bravo secrets\n\nThe launch code of tenant bravo is pelican-orange-42.\n"
+
+
+@pytest.fixture(scope="module")
+def adb(pg):
+    name = f"pgcite_attack_{SFX}"
+    drop_database(pg, name)
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{name}"')
+    with pg.admin(name) as c:
+        c.execute("CREATE EXTENSION pgcite_python CASCADE")
+        c.execute(f"CREATE ROLE {R['reader']} LOGIN IN ROLE pgcite_reader")
+        c.execute(f"CREATE ROLE {R['writer']} LOGIN IN ROLE pgcite_writer")
+        c.execute(f"CREATE ROLE {R['admin']} LOGIN IN ROLE pgcite_admin")
+        c.execute(f"CREATE ROLE {R['nobody']} LOGIN")
+        c.execute(f"CREATE ROLE {R['bravo']} LOGIN IN ROLE pgcite_writer")
+        for tenant in ("alpha", "bravo"):
+            c.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        for role in ("reader", "writer"):
+            c.execute("SELECT rag.grant_tenant('alpha', %s)", (R[role],))
+        c.execute("SELECT rag.grant_tenant('bravo', %s)", (R["bravo"],))
+        c.execute("SELECT * FROM rag.ingest('alpha', 'a.md', %s)", (ALPHA_DOC,))
+        c.execute("SELECT * FROM rag.ingest('bravo', 'b.md', %s)", (BRAVO_DOC,))
+    yield name
+    drop_database(pg, name)
+    with pg.admin() as a:
+        for role in R.values():
+            a.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def connect(pg, db, role, **kw):
+    dsn = psycopg.conninfo.make_conninfo(pg.dsn(db), user=role)
+    return psycopg.connect(dsn, autocommit=True, **kw)
+
+
+def fails(conn, sql, params=None) -> str | None:
+    """Runs sql, which must fail; returns its SQLSTATE."""
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute(sql, params)
+    if not conn.autocommit:
+        conn.rollback()
+    return sqlstate_of(e)
+
+
+def snapshot(pg, db) -> dict:
+    """Every row of every rag table, as text, for 'nothing changed' checks."""
+    with pg.admin(db) as c:
+        tables = [
+            r[0]
+            for r in c.execute(
+                "SELECT relname FROM pg_class WHERE relnamespace = 'rag'::regnamespace"
+                " AND relkind = 'r' ORDER BY 1"
+            )
+        ]
+        return {
+            t: c.execute(
+                f"SELECT md5(string_agg(x::text, ',' ORDER BY x::text)) FROM rag.{t} AS x"
+            ).fetchone()[0]
+            for t in tables
+        }
+
+
+# ---------------------------------------------------------------- 1. settings that choose code
+def test_a_session_cannot_choose_the_python_that_runs(pg, adb, tmp_path):
+    evil = tmp_path / "site-packages" / "pgcite_udfs"
+    evil.mkdir(parents=True)
+    marker = tmp_path / "pwned"
+    (evil / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (evil / "udf.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    os.chmod(tmp_path, 0o755)
+    for d in (tmp_path / "site-packages", evil):
+        os.chmod(d, 0o755)
+    with connect(pg, adb, R["reader"]) as c:
+        c.execute(f"SET pgcite.python_path = '{evil.parent}'")
+        assert fails(c, "SELECT rag.embed('x')") == "42501"
+        assert fails(c, "SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha')") == "42501"
+    # ALTER ROLE ... SET (a role may set its own defaults) and connection options are refused the same way
+    with pg.admin(adb) as c:
+        c.execute(f"ALTER ROLE {R['reader']} SET pgcite.python_path = '{evil.parent}'")
+    try:
+        with connect(pg, adb, R["reader"]) as c:
+            assert fails(c, "SELECT rag.embed('x')") == "42501"
+    finally:
+        with pg.admin() as a:
+            a.execute(f"ALTER ROLE {R['reader']} RESET ALL")
+    with connect(pg, adb, R["reader"], options="-c pgcite.min_score=0") as c:
+        e = fails(c, "SELECT * FROM rag.ask('What is the capital of France?', 'alpha')")
+        assert e == "42501"
+    assert not marker.exists()
+
+
+def test_settings_are_set_by_admins_only_and_code_paths_by_superusers(pg, adb):
+    before = snapshot(pg, adb)
+    with connect(pg, adb, R["reader"]) as c:
+        assert fails(c, "SELECT rag.set_config('min_score', '0')") == "42501"
+        assert fails(c, "INSERT INTO rag.config VALUES ('min_score', '0', current_user)") == "42501"
+    with connect(pg, adb, R["admin"]) as c:
+        assert fails(c, "SELECT rag.set_config('python_path', '/tmp')") == "42501"
+        assert fails(c, "SELECT rag.set_config('model', 'x/y')") == "42501"
+        assert fails(c, "SELECT rag.set_config('min_score', 'NaN')") == "22023"
+        assert fails(c, "SELECT rag.set_config('min_score', '2')") == "22023"
+        assert fails(c, "SELECT rag.set_config('no_such', '1')") == "22023"
+    assert snapshot(pg, adb) == before
+    with connect(pg, adb, R["admin"]) as c:
+        assert c.execute("SELECT rag.set_config('min_score', '0.55')").fetchone()[0] == "0.55"
+        row = c.execute("SELECT value, source FROM rag.settings WHERE name = 'min_score'").fetchone()
+        assert row == ("0.55", "rag.config")
+        c.execute("SELECT rag.set_config('min_score', NULL)")
+        assert (
+            c.execute("SELECT source FROM rag.settings WHERE name = 'min_score'").fetchone()[0] == "default"
+        )
+
+
+# ---------------------------------------------------------------- 2, 3, 5. direct writes
+@pytest.mark.parametrize(
+    "role,sql",
+    [
+        (
+            "reader",
+            "INSERT INTO rag.ask_log (tenant, seq, role_name, asked_at, question, k, options, settings,"
+            " query_embedding_supplied, chunk_ids, status, citations, evidence, timings, fingerprint,"
+            " row_hash)"
+            " VALUES ('alpha', 0, current_user, now() - interval '1 year', 'q', 1, '{}',"
+            " '{\"pgcite.python_path\": \"/tmp\"}', false, '{}', 'answered', '[]', '{}', '{}', 'x', '')",
+        ),
+        (
+            "reader",
+            "INSERT INTO rag.ask_log (ask_id, tenant, role_name, asked_at, question, k, options, settings,"
+            " query_embedding_supplied, chunk_ids, status, citations, evidence, timings, fingerprint)"
+            " OVERRIDING SYSTEM VALUE VALUES (999999999, 'alpha', current_user, now(), 'q', 1, '{}', '{}',"
+            " false, '{}', 'answered', '[]', '{}', '{}', 'x')",
+        ),
+        (
+            "writer",
+            "INSERT INTO rag.document (document_id, tenant, doc_key, version, content_hash, format,"
+            " chunk_count) OVERRIDING SYSTEM VALUE VALUES (999999999, 'alpha', 'x', 1, '', 'text', 0)",
+        ),
+        ("writer", "UPDATE rag.document SET retired_at = now() WHERE tenant = 'alpha'"),
+        ("writer", "UPDATE rag.document SET retired_at = NULL, created_at = '2000-01-01'"),
+        ("writer", "UPDATE rag.chunk SET retired_at = now() WHERE tenant = 'alpha'"),
+        (
+            "writer",
+            "INSERT INTO rag.chunk (tenant, document_id, doc_key, doc_version, chunk_index, content,"
+            " content_hash, token_count, embedding, model, ts_config) SELECT 'alpha', document_id, 'b.md', 1,"
+            " 9, 'x', '', 1, array_fill(0.1, ARRAY[384])::real[]::vector, 'other/model', 'english'"
+            " FROM rag.document LIMIT 1",
+        ),
+        ("writer", "INSERT INTO rag.term VALUES ('alpha', 'zzz')"),
+        ("writer", "DELETE FROM rag.term"),
+        ("admin", "UPDATE rag.tenant SET gate = '{\"min_score\": 0}'"),
+        ("admin", "INSERT INTO rag.tenant_member VALUES ('bravo', 'x', now(), 'pg_monitor'::regrole)"),
+        ("admin", "UPDATE rag.log_head SET seq = 0"),
+        ("nobody", "SELECT * FROM rag.ask('launch code', 'bravo')"),
+        ("nobody", "SELECT count(*) FROM rag.chunk"),
+    ],
+)
+def test_tables_are_read_only_to_every_role(pg, adb, role, sql):
+    before = snapshot(pg, adb)
+    with connect(pg, adb, R[role]) as c:
+        assert fails(c, sql) == "42501"
+    assert snapshot(pg, adb) == before
+
+
+def test_internal_definer_functions_refuse_another_caller(pg, adb):
+    with connect(pg, adb, R["reader"]) as c:
+        # naming another role (one the session cannot SET ROLE to) is refused
+        assert (
+            fails(c, "SELECT * FROM rag._ask(%s, 'launch code', 'bravo', 5, NULL, '{}')", (R["bravo"],))
+            == "42501"
+        )
+        assert (
+            fails(c, "SELECT * FROM rag._ask('postgres', 'launch code', 'bravo', 5, NULL, '{}')") == "42501"
+        )
+    with connect(pg, adb, R["writer"]) as c:
+        assert fails(c, "SELECT rag._delete_document(%s, 'bravo', 'b.md')", (R["bravo"],)) == "42501"
+        assert fails(c, "SELECT rag._delete_document(%s, 'bravo', 'b.md')", (R["writer"],)) == "42501"
+
+
+def test_a_role_without_grants_cannot_block_asks_or_ingests(pg, adb):
+    """Advisory locks serialised 0.2.0, and any role could take their keys. Now they block nothing."""
+    with connect(pg, adb, R["nobody"]) as n:
+        n.execute("SELECT pg_advisory_lock(hashtextextended('rag.ask_log:alpha', 7411))")
+        n.execute("SELECT pg_advisory_lock(hashtextextended('alpha' || chr(31) || 'a.md', 7411))")
+        with connect(pg, adb, R["writer"]) as w:
+            w.execute("SET statement_timeout = '20s'")
+            assert w.execute("SELECT status FROM rag.ask('When does alpha vacuum?', 'alpha')").fetchone()[0]
+            row = w.execute("SELECT status FROM rag.ingest('alpha', 'a.md', %s)", (ALPHA_DOC,)).fetchone()
+            assert row[0] == "unchanged"
+
+
+# ---------------------------------------------------------------- 4. membership follows the role
+def test_membership_follows_the_role_not_its_name(pg, adb):
+    quoted = f"Team-A-{SFX}"
+    with pg.admin(adb) as c:
+        c.execute(f'CREATE ROLE "{quoted}" LOGIN IN ROLE pgcite_reader')
+        c.execute(f'CREATE ROLE """{quoted}""" LOGIN IN ROLE pgcite_reader')  # literally "Team-A-.."
+    try:
+        with connect(pg, adb, R["admin"]) as a:
+            a.execute("SELECT rag.grant_tenant('alpha', %s)", (f'"{quoted}"',))
+            stored = a.execute(
+                "SELECT member_role::text, member_name FROM rag.tenant_member WHERE member_name = %s",
+                (quoted,),
+            ).fetchone()
+            assert stored == (f'"{quoted}"', quoted)
+        with connect(pg, adb, quoted) as c:
+            assert c.execute("SELECT status FROM rag.ask('When does alpha vacuum?', 'alpha')").fetchone()[0]
+        with connect(pg, adb, f'"{quoted}"') as c:
+            assert fails(c, "SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha')") == "42501"
+        # dropped and re-created under the same name: the new role is not a member
+        with pg.admin(adb) as c:
+            c.execute(f'DROP ROLE "{quoted}"')
+            c.execute(f'CREATE ROLE "{quoted}" LOGIN IN ROLE pgcite_reader')
+        with connect(pg, adb, quoted) as c:
+            assert fails(c, "SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha')") == "42501"
+            assert c.execute("SELECT count(*) FROM rag.chunk").fetchone()[0] == 0
+        with connect(pg, adb, R["admin"]) as a:
+            assert a.execute("SELECT rag.prune_members()").fetchone()[0] == 1
+    finally:
+        with pg.admin() as a:
+            a.execute(f'DROP ROLE IF EXISTS "{quoted}"')
+            a.execute(f'DROP ROLE IF EXISTS """{quoted}"""')
+
+
+# ---------------------------------------------------------------- 5. writers keep their tenant consistent
+def test_writers_store_only_through_functions_with_checked_input(pg, adb):
+    zero = [0.0] * 384
+    with connect(pg, adb, R["writer"]) as c:
+        items = json.dumps([{"content": "zero vector", "embedding": zero}])
+        assert fails(c, "SELECT * FROM rag.store_document('alpha', 'z', %s)", (items,)) == "22023"
+        # another tenant's document key
+        assert fails(c, "SELECT * FROM rag.delete_document('bravo', 'b.md')") == "42501"
+
+
+# ------------------------------------------------------------- 6. dump/restore keeps the log; a cut tail shows
+def pg_bin(name: str) -> str:
+    pg_config = subprocess.run(
+        [str(ROOT / "scripts/pg_config.sh")], capture_output=True, text=True
+    ).stdout.strip()
+    bindir = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True).stdout.strip()
+    return f"{bindir}/{name}"
+
+
+def test_dump_and_restore_keep_every_row_byte_identical(pg, adb, tmp_path):
+    with connect(pg, adb, R["reader"]) as c:
+        for q in ("When does alpha vacuum?", "What is a B-tree index for?", "capital of France?"):
+            c.execute("SELECT * FROM rag.ask(%s, 'alpha')", (q,))
+    params = psycopg.conninfo.conninfo_to_dict(pg.dsn(adb))
+    env = {**os.environ, "PGHOST": str(params["host"]), "PGPORT": str(params["port"]), "PGUSER": "postgres"}
+    dump = tmp_path / "a.dump"
+    subprocess.run([pg_bin("pg_dump"), "-Fc", "-d", adb, "-f", str(dump)], check=True, env=env)
+    target = f"{adb}_restored"
+    drop_database(pg, target)
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{target}"')
+    try:
+        subprocess.run(
+            [pg_bin("pg_restore"), "-d", target, str(dump)], check=True, env=env, capture_output=True
+        )
+        assert snapshot(pg, target) == snapshot(pg, adb)
+        with connect(pg, target, R["reader"]) as c:
+            ok, checked = c.execute("SELECT ok, checked FROM rag.verify_log('alpha')").fetchone()[:2]
+            assert ok and checked >= 3
+    finally:
+        drop_database(pg, target)
+
+
+def test_removing_the_log_tail_or_all_of_it_is_detected(pg, adb):
+    with connect(pg, adb, R["reader"]) as c:
+        for q in ("When does alpha vacuum?", "What is a B-tree index for?"):
+            c.execute("SELECT * FROM rag.ask(%s, 'alpha')", (q,))
+        before = c.execute("SELECT ok, checked FROM rag.verify_log('alpha')").fetchone()
+        assert before[0] is True
+    with psycopg.connect(pg.dsn(adb)) as a:  # one transaction, rolled back: the deletions never happen
+        a.execute("ALTER TABLE rag.ask_log DISABLE TRIGGER ask_log_append_only")
+        a.execute(
+            "DELETE FROM rag.ask_log WHERE tenant = 'alpha' AND seq = (SELECT max(seq) FROM rag.ask_log"
+            " WHERE tenant = 'alpha')"
+        )
+        row = a.execute("SELECT ok, problem FROM rag.verify_log('alpha')").fetchone()
+        assert row[0] is False and "removed" in row[1]
+        a.execute("DELETE FROM rag.ask_log WHERE tenant = 'alpha'")
+        row = a.execute("SELECT ok, checked, problem FROM rag.verify_log('alpha')").fetchone()
+        assert row[0] is False and row[1] == 0 and "removed" in row[2]
+        # the next entry does not reuse a deleted seq: the head is outside the log
+        a.execute(f"SET LOCAL ROLE {R['reader']}")
+        a.execute("SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha')")
+        a.execute("RESET ROLE")
+        assert (
+            a.execute("SELECT min(seq) FROM rag.ask_log WHERE tenant = 'alpha'").fetchone()[0]
+            == before[1] + 1
+        )
+        a.rollback()
+
+
+# ---------------------------------------------------------------- 7. the gate cannot be bypassed
+def test_zero_or_malformed_query_embeddings_are_22023(pg, adb):
+    with connect(pg, adb, R["reader"]) as c:
+        zero = "[" + ",".join(["0"] * 384) + "]"
+        assert (
+            fails(
+                c, "SELECT * FROM rag.ask('What is the capital of France?', 'alpha', 5, %s::vector)", (zero,)
+            )
+            == "22023"
+        )
+        assert fails(c, "SELECT * FROM rag.retrieve('capital', 'alpha', 5, %s::vector)", (zero,)) == "22023"
+        # NaN and infinity never reach pgcite: pgvector's own input function refuses them (22000)
+        nan = "[" + ",".join(["NaN"] * 384) + "]"
+        assert fails(c, "SELECT * FROM rag.ask('capital', 'alpha', 5, %s::vector)", (nan,)) == "22000"
+
+
+# ---------------------------------------------------------------- 8. asks never wait on each other
+def test_an_open_transaction_holds_up_no_other_ask(pg, adb):
+    with connect(pg, adb, R["reader"]) as a, connect(pg, adb, R["writer"]) as b:
+        b.execute("SELECT rag.embed('warm up: the first embedding in a backend loads the model')")
+        a.autocommit = False
+        a.execute("SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha')")  # holds the log head
+        b.execute("SET statement_timeout = '5s'")
+        t0 = time.monotonic()
+        assert b.execute("SELECT ask_id FROM rag.ask('What is a B-tree index for?', 'alpha')").fetchone()[0]
+        assert time.monotonic() - t0 < 5
+        a.commit()
+        v = b.execute("SELECT ok, unsealed FROM rag.verify_log('alpha')").fetchone()
+        assert v == (True, 0)
+
+
+@pytest.mark.parametrize("isolation", ["REPEATABLE READ", "SERIALIZABLE"])
+def test_concurrent_asks_work_under_every_isolation_level(pg, adb, isolation):
+    errors: list[str] = []
+    done: list[int] = []
+
+    def worker():
+        with connect(pg, adb, R["reader"]) as c:
+            c.autocommit = False
+            for i in range(6):
+                try:
+                    c.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation}")
+                    c.execute("SELECT ask_id FROM rag.ask(%s, 'alpha')", (f"When does alpha vacuum {i}?",))
+                    c.commit()
+                    done.append(1)
+                except psycopg.Error as e:
+                    errors.append(f"{e.sqlstate}: {e}")
+                    c.rollback()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(done) == 48
+    with connect(pg, adb, R["reader"]) as c:
+        ok, _, _, problem, unsealed = c.execute("SELECT * FROM rag.verify_log('alpha')").fetchone()
+        assert ok, problem
+        assert unsealed == 0  # verify_log (READ COMMITTED) sealed what the other levels left
+
+
+# ---------------------------------------------------------------- 9. bounded work
+def test_chunking_is_for_writers_and_bounded(pg, adb):
+    with connect(pg, adb, R["reader"]) as c:
+        assert fails(c, "SELECT count(*) FROM rag.chunk_text('some text')") == "42501"
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('max_document_bytes', '1000')")
+    try:
+        with connect(pg, adb, R["writer"]) as c:
+            assert fails(c, "SELECT count(*) FROM rag.chunk_text(repeat('word ', 300))") == "54000"
+            assert fails(c, "SELECT * FROM rag.ingest('alpha', 'big.md', repeat('word ', 300))") == "54000"
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('max_document_bytes', NULL)")
+
+
+# ---------------------------------------------------------------- 10. smaller ones
+@pytest.mark.parametrize(
+    "options,key",
+    [
+        ('{"max_quotes": "2"}', "max_quotes"),
+        ('{"max_quotes": 2.5}', "max_quotes"),
+        ('{"passages": 99999999999999999999}', "passages"),
+        ('{"quote_margin": "NaN"}', "quote_margin"),
+        ('{"rank_penalty": -1}', "rank_penalty"),
+        ('{"max_qoutes": 2}', "max_qoutes"),
+        ("[1]", "options"),
+    ],
+)
+def test_every_option_is_validated(pg, adb, options, key):
+    before = snapshot(pg, adb)
+    with connect(pg, adb, R["reader"]) as c:
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha', 5, NULL, %s)", (options,))
+        assert sqlstate_of(e) == "22023" and key in e.value.diag.message_primary
+    assert snapshot(pg, adb) == before
+
+
+def test_title_and_url_swapped_between_null_and_a_value_is_a_new_version(pg, adb):
+    with connect(pg, adb, R["writer"]) as c:
+        body = "# Swap\n\nSome text about swapping titles.\n"
+        c.execute("SELECT * FROM rag.ingest('alpha', 'swap.md', %s, 'auto', 'T', NULL)", (body,))
+        row = c.execute(
+            "SELECT status FROM rag.ingest('alpha', 'swap.md', %s, 'auto', NULL, 'T')", (body,)
+        ).fetchone()
+        assert row[0] == "updated"
+        assert c.execute(
+            "SELECT title, source_url FROM rag.document WHERE doc_key = 'swap.md' AND retired_at IS NULL"
+        ).fetchone() == ("Swap", "T")
+
+
+def test_readers_cannot_order_by_embedding_so_explain_counts_nothing(pg, adb):
+    """The EXPLAIN side channel of 0.2.0: an ORDER BY embedding (or a tsv match) on rag.chunk as a reader let
+    EXPLAIN ANALYZE count other tenants' rows the policy removed. Readers cannot reference those columns."""
+    with connect(pg, adb, R["reader"]) as c:
+        probe = "[" + ",".join(["0.05"] * 384) + "]"
+        assert (
+            fails(
+                c,
+                "EXPLAIN ANALYZE SELECT chunk_id FROM rag.chunk ORDER BY embedding <=> %s::vector LIMIT 5",
+                (probe,),
+            )
+            == "42501"
+        )
+        assert (
+            fails(c, "EXPLAIN ANALYZE SELECT chunk_id FROM rag.chunk WHERE tsv @@ 'pelican'::tsquery")
+            == "42501"
+        )
+        # what a reader can read is its own tenant's text
+        assert c.execute("SELECT count(*) FROM rag.chunk WHERE content LIKE '%pelican%'").fetchone()[0] == 0
+
+
+# ---------------------------------------------------------------- the catalog, checked
+def test_catalog_no_tenant_role_can_write_and_tenant_data_has_rls(pg, adb):
+    with pg.admin(adb) as c:
+        writable = c.execute(
+            """
+            SELECT r.rolname, c.relname, p.priv
+            FROM pg_class c
+            CROSS JOIN (VALUES ('pgcite_reader'), ('pgcite_writer'), ('pgcite_admin')) AS r (rolname)
+            CROSS JOIN (VALUES ('INSERT'), ('UPDATE'), ('DELETE'), ('TRUNCATE')) AS p (priv)
+            WHERE c.relnamespace = 'rag'::regnamespace AND c.relkind IN ('r', 'p', 'S')
+              AND (has_table_privilege(r.rolname, c.oid, p.priv)
+                   OR (p.priv IN ('INSERT', 'UPDATE') AND c.relkind <> 'S'
+                       AND has_any_column_privilege(r.rolname, c.oid, p.priv)))
+            """
+        ).fetchall()
+        assert writable == []
+        no_rls = c.execute(
+            """
+            SELECT c.relname FROM pg_class c
+            WHERE c.relnamespace = 'rag'::regnamespace AND c.relkind = 'r' AND NOT c.relrowsecurity
+              AND EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant')
+            """
+        ).fetchall()
+        assert no_rls == []
+        # SECURITY DEFINER functions: owned by pgcite_owner (no superuser), search_path pinned, reason given
+        definers = c.execute(
+            """
+            SELECT p.oid::regprocedure::text, pg_get_userbyid(p.proowner), p.proconfig,
+                   obj_description(p.oid, 'pg_proc')
+            FROM pg_proc p WHERE p.pronamespace = 'rag'::regnamespace AND p.prosecdef
+            """
+        ).fetchall()
+        assert len(definers) > 10
+        for name, owner, cfg, comment in definers:
+            assert owner == "pgcite_owner", name
+            assert any(s.startswith("search_path=pg_catalog") for s in cfg or []), name
+            assert "SECURITY DEFINER" in (comment or ""), name
+        assert c.execute(
+            "SELECT rolsuper, rolcanlogin FROM pg_roles WHERE rolname = 'pgcite_owner'"
+        ).fetchone() == (
+            False,
+            False,
+        )
+        # no function a tenant role can execute reads a pgcite setting but through rag._config_text,
+        # which refuses a session's value
+        readers = c.execute(
+            r"""
+            SELECT p.oid::regprocedure::text FROM pg_proc p
+            WHERE p.pronamespace = 'rag'::regnamespace
+              AND (has_function_privilege('pgcite_reader', p.oid, 'EXECUTE')
+                   OR has_function_privilege('pgcite_writer', p.oid, 'EXECUTE'))
+              AND p.prosrc ~ 'current_setting\(.pgcite\.' AND p.proname <> '_config_text'
+            """
+        ).fetchall()
+        assert readers == []
