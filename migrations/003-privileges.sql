@@ -24,10 +24,12 @@ $roles$;
 -- ---------------------------------------------------------------- membership by role, not by name
 ALTER TABLE rag.tenant_member ADD COLUMN member_role regrole;
 UPDATE rag.tenant_member AS m SET member_role = pg_catalog.to_regrole(m.member::text);
-DELETE FROM rag.tenant_member AS m WHERE m.member_role IS NULL;  -- roles dropped under 0.2.0
+DELETE FROM rag.tenant_member AS m
+WHERE m.member_role IS NULL;  -- roles dropped under 0.2.0
 -- the name the role had when it was granted (the stored text was regrole output: quoted where needed)
 UPDATE rag.tenant_member AS m SET member = r.rolname
-FROM pg_catalog.pg_roles AS r WHERE r.oid = m.member_role;
+FROM pg_catalog.pg_roles AS r
+WHERE r.oid = m.member_role;
 ALTER TABLE rag.tenant_member DROP CONSTRAINT tenant_member_pkey;
 ALTER TABLE rag.tenant_member RENAME COLUMN member TO member_name;
 ALTER TABLE rag.tenant_member ALTER COLUMN member_role SET NOT NULL;
@@ -42,7 +44,10 @@ CREATE TABLE rag.document_key (
     doc_key text NOT NULL,
     PRIMARY KEY (tenant, doc_key)
 );
-INSERT INTO rag.document_key (tenant, doc_key) SELECT DISTINCT d.tenant, d.doc_key FROM rag.document AS d;
+INSERT INTO rag.document_key (tenant, doc_key) SELECT DISTINCT
+    d.tenant,
+    d.doc_key
+FROM rag.document AS d;
 COMMENT ON TABLE rag.document_key IS
 'Every document key of every tenant; writers of one key lock its row (two ingests of a key never interleave).';
 
@@ -65,11 +70,19 @@ CREATE TABLE rag.log_head (
     sealed_at timestamptz
 );
 INSERT INTO rag.log_head (tenant, seq, row_hash)
-SELECT t.tenant, coalesce(l.seq, 0), l.row_hash
+SELECT
+    t.tenant,
+    coalesce(l.seq, 0) AS seq,
+    l.row_hash
 FROM rag.tenant AS t
 LEFT JOIN LATERAL (
-    SELECT a.seq, a.row_hash FROM rag.ask_log AS a WHERE a.tenant = t.tenant ORDER BY a.seq DESC LIMIT 1
-) AS l ON true;
+    SELECT
+        a.seq,
+        a.row_hash
+    FROM rag.ask_log AS a
+    WHERE a.tenant = t.tenant
+    ORDER BY a.seq DESC LIMIT 1
+) AS l ON TRUE;
 COMMENT ON TABLE rag.log_head IS
 'The head of each tenant''s audit chain (last sealed seq and its row_hash), kept outside rag.ask_log so that '
 'deleting the log''s tail is detected by rag.verify_log. Record rag.log_head(tenant) outside the database too.';
@@ -90,6 +103,7 @@ SELECT pg_catalog.pg_extension_config_dump('rag.log_head', '');
 SELECT pg_catalog.pg_extension_config_dump('rag.config', '');
 ALTER TABLE rag.document_key ENABLE ROW LEVEL SECURITY;
 ALTER TABLE rag.log_head ENABLE ROW LEVEL SECURITY;
+ALTER TABLE rag.config ENABLE ROW LEVEL SECURITY;
 
 -- ---------------------------------------------------------------- policies that allowed direct writes
 DROP POLICY IF EXISTS member_admin ON rag.tenant_member;
@@ -115,7 +129,9 @@ DROP FUNCTION IF EXISTS rag._tenant_exists(text);
 DROP FUNCTION IF EXISTS rag._answer_settings();
 DROP FUNCTION IF EXISTS rag._check_document(text, text, text);
 DROP FUNCTION IF EXISTS rag._lock_document(text, text, bytea);
-DROP FUNCTION IF EXISTS rag._store_version(text, text, bytea, text, text, text, jsonb, integer, text, rag.chunk_input[]);
+DROP FUNCTION IF EXISTS rag._store_version(
+    text, text, bytea, text, text, text, jsonb, integer, text, rag.chunk_input[]
+);
 DROP FUNCTION IF EXISTS rag._correct_question(text, text);
 DROP FUNCTION IF EXISTS rag._prepare_question(text, text, integer, public.vector);
 DROP FUNCTION IF EXISTS rag._candidates(text, text, public.vector, integer);

@@ -168,10 +168,10 @@ def test_hnsw_path_with_tenant_filter_returns_k_rows(conn):
         "SELECT * FROM rag.ingest('small', 'a.md', %s)",
         ("\n\n".join(f"# Topic {i}\n\nNotes on subject {i} of the small tenant." for i in range(12)),),
     )
-    conn.execute("SET LOCAL pgcite.exact_search_limit = 5")
+    conn.execute("SELECT rag.set_config('exact_search_limit', '5')")
     conn.execute("SET LOCAL enable_seqscan = off")
     ann = conn.execute("SELECT chunk_id FROM rag.retrieve('notes on a subject', 'small', 10)").fetchall()
-    conn.execute("SET LOCAL pgcite.exact_search_limit = 100000")
+    conn.execute("SELECT rag.set_config('exact_search_limit', '100000')")
     exact = conn.execute("SELECT chunk_id FROM rag.retrieve('notes on a subject', 'small', 10)").fetchall()
     assert len(ann) == 10 and set(ann) == set(exact)
 

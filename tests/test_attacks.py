@@ -259,7 +259,7 @@ def test_writers_store_only_through_functions_with_checked_input(pg, adb):
         assert fails(c, "SELECT * FROM rag.delete_document('bravo', 'b.md')") == "42501"
 
 
-# ------------------------------------------------------------- 6. dump/restore keeps the log; a cut tail shows
+# ---------------------------------------------------------- 6. dump/restore keeps the log; a cut tail shows
 def pg_bin(name: str) -> str:
     pg_config = subprocess.run(
         [str(ROOT / "scripts/pg_config.sh")], capture_output=True, text=True

@@ -57,15 +57,26 @@ def test_update_from_a_previous_release_equals_a_fresh_install_and_keeps_data(pg
     """ALTER EXTENSION ... UPDATE from a release frozen in extension/released/ gives exactly what a fresh
     install of this version gives, and the data stored under the old release is still there, still answers,
     and its audit log (chained under the old formula) still verifies and goes on."""
+    e1 = "[" + ",".join(["1"] + ["0"] * 383) + "]"
     with pg.admin(fresh_db) as c:
         c.execute(f"CREATE EXTENSION pgcite VERSION '{old}' CASCADE")
-        c.execute(f"CREATE EXTENSION pgcite_python VERSION '{old}' CASCADE")
         c.execute("SELECT rag.create_tenant('old')")
+        items = json.dumps(
+            [{"content": "Old rows stay citable after upgrades.", "embedding": json.loads(e1)}]
+        )
+        c.execute("SELECT * FROM rag.store_document('old', 'v.md', %s)", (items,))
+        # logged under the old release (lexical quotes: pgcite_python is not there yet)
+        c.execute("SELECT status FROM rag.ask('Do old rows stay citable?', 'old', 1, %s::vector)", (e1,))
+        # the old release's rag.ingest runs with this release's Python files (installed before the update)
+        c.execute(f"CREATE EXTENSION pgcite_python VERSION '{old}' CASCADE")
         md = "# Autovacuum\n\nThe autovacuum daemon removes dead tuples in the background.\n"
         assert (
             c.execute("SELECT status FROM rag.ingest('old', 'doc.md', %s)", (md,)).fetchone()[0] == "inserted"
         )
-        c.execute("SELECT status FROM rag.ask('What removes dead tuples?', 'old', 1)")  # logged under old
+        # its rag.ask says clearly that the database must be updated
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT status FROM rag.ask('What removes dead tuples?', 'old', 1)")
+        assert sqlstate_of(e) == "55000" and "ALTER EXTENSION" in e.value.diag.message_hint
         member = f"old_member_{old.replace('.', '_')}"
         c.execute(f"CREATE ROLE {member}")
         c.execute("SELECT rag.grant_tenant('old', %s)", (member,))

@@ -191,7 +191,7 @@ def test_oversized_document_is_rejected(conn):
     with pytest.raises(psycopg.Error) as e:
         conn.execute("SELECT * FROM rag.ingest('tiny', 'huge.html', %s)", (body,))
     assert sqlstate_of(e) == "54000"
-    assert "pgcite.max_document_bytes" in e.value.diag.message_hint
+    assert "max_document_bytes" in e.value.diag.message_hint
 
 
 def test_malformed_html_recovers(conn):

@@ -10,17 +10,23 @@ import json
 
 from . import embed
 from . import words as english
+from .sentences import split_sentences
 
 # SQLSTATEs of our own (class PC), listed in docs/errors.md and mapped by the client.
 ENV_MISSING = "PC001"
 MODEL_UNAVAILABLE = "PC002"
-SETUP_HINT = "Run `make setup` (it builds the DB-side venv); a superuser points the setting python_path at it."
+SETUP_HINT = "Run `make setup` (it builds the DB-side venv); a superuser points setting python_path at it."
 
 
 def _setting(plpy, name: str, default: str) -> str:
-    """A pgcite setting as the database resolves it (rag._config_text: rag.config or the server
-    configuration, never a session's SET)."""
-    plan = plpy.prepare("SELECT rag._config_text($1) AS v", ["text"])
+    """A pgcite setting as the database resolves it: rag._config_text (rag.config, never a session's SET).
+    A database still on pgcite 0.2.0 or older (new files installed, ALTER EXTENSION UPDATE not yet run) has
+    no rag._config_text; it keeps its old behaviour, the run-time parameter pgcite.<name>, until updated."""
+    plan = plpy.prepare(
+        "SELECT CASE WHEN to_regprocedure('rag._config_text(text)') IS NULL"
+        " THEN current_setting('pgcite.' || $1, true) ELSE rag._config_text($1) END AS v",
+        ["text"],
+    )
     return plpy.execute(plan, [name])[0]["v"] or default
 
 
@@ -117,11 +123,38 @@ def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
     )
 
 
-def score_sentences(plpy, GD, question: str, query_vec: str, passages_json: str) -> str:
-    """rag._score_sentences: every sentence of the given passages scored against the question."""
-    from .answer import score_sentences as score
+def sentence_spans(contents) -> list[tuple[int, int, int]]:
+    """rag._sentence_spans: (chunk_ord, start, end) of every sentence of every text; chunk_ord is 1-based."""
+    return [
+        (ord_, start, end)
+        for ord_, content in enumerate(contents, start=1)
+        for start, end in split_sentences(content or "")
+    ]
 
-    passages = json.loads(passages_json)
-    qvec = embed.parse_vector_literal(query_vec)
-    m = model(plpy, GD)
-    return json.dumps(score(question, qvec, passages, lambda texts: embed.encode(m, texts)))
+
+def sentence_vectors(plpy, GD, passages_json: str) -> str:
+    """rag._sentence_vectors: every sentence of the passages [{chunk_id, content}] with its embedding, as
+    JSON [{chunk_id, start, end, embedding}] (0-based offsets; embedding as a pgvector literal)."""
+    items = [
+        (p["chunk_id"], start, end, p["content"][start:end])
+        for p in json.loads(passages_json)
+        for start, end in split_sentences(p["content"] or "")
+    ]
+    vectors = embed_texts(plpy, GD, [text for _, _, _, text in items]) if items else []
+    return json.dumps(
+        [
+            {"chunk_id": chunk_id, "start": start, "end": end, "embedding": vector}
+            for (chunk_id, start, end, _), vector in zip(items, vectors, strict=True)
+        ]
+    )
+
+
+def score_sentences(plpy, GD, question: str, query_vec: str, passages_json: str) -> str:
+    """rag._score_sentences of pgcite_python 0.2.0 and older. Since 0.3.0 sentences are scored in SQL
+    (rag._sentence_scores); a database whose extension was not yet updated gets a clear error."""
+    plpy.error(
+        "pgcite_python in this database is older than its installed files",
+        detail="Sentences are scored in SQL since 0.3.0 (rag._sentence_scores).",
+        hint="ALTER EXTENSION pgcite UPDATE; ALTER EXTENSION pgcite_python UPDATE;",
+        sqlstate="55000",
+    )

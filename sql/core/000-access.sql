@@ -104,8 +104,9 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._authorize(name, text, text) IS
-'Internal (SECURITY DEFINER: sees every tenant, to tell 42704 from 42501): checks the caller (rag._caller), its pgcite role for p_need (read, write, admin) and its '
-'membership of the tenant; returns the tenant row. 42704 for an unknown tenant, 42501 for a non-member.';
+'Internal (SECURITY DEFINER: sees every tenant, to tell 42704 from 42501): checks the caller (rag._caller), its '
+'pgcite role for p_need (read, write, admin) and its membership of the tenant; returns the tenant row. 42704 for '
+'an unknown tenant, 42501 for a non-member.';
 
 -- An admin-only operation that names no tenant.
 CREATE OR REPLACE FUNCTION rag._authorize_admin(p_caller name)
@@ -156,8 +157,10 @@ COMMENT ON FUNCTION rag._require_tenant(text) IS 'Internal: the tenant row, or 4
 -- they have their default. A pgcite.* run-time parameter (SET, ALTER ROLE, PGOPTIONS, postgresql.conf) is
 -- never read: one that differs from the value in force is refused (42501), so nobody believes it applies.
 CREATE OR REPLACE FUNCTION rag._settings_catalog()
-RETURNS TABLE (name text, kind text, default_value text, min_value float8, max_value float8, superuser_only boolean,
-    in_answer boolean, description text)
+RETURNS TABLE (
+    name text, kind text, default_value text, min_value float8, max_value float8, superuser_only boolean,
+    in_answer boolean, description text
+)
 LANGUAGE sql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
@@ -320,9 +323,15 @@ COMMENT ON FUNCTION rag.set_config(text, text) IS
 'setting or a value out of bounds.';
 
 CREATE OR REPLACE VIEW rag.settings AS
-SELECT c.name, coalesce(x.value, c.default_value) AS value, c.default_value,
+SELECT
+    c.name,
+    coalesce(x.value, c.default_value) AS value,
+    c.default_value,
     CASE WHEN x.name IS NOT NULL THEN 'rag.config' ELSE 'default' END AS source,
-    x.set_by, x.set_at, c.superuser_only, c.description
+    x.set_by,
+    x.set_at,
+    c.superuser_only,
+    c.description
 FROM rag._settings_catalog() AS c
-LEFT JOIN rag.config AS x ON x.name = c.name;
+LEFT JOIN rag.config AS x ON c.name = x.name;
 COMMENT ON VIEW rag.settings IS 'Every pgcite setting in force, where it comes from, and its default.';

@@ -21,7 +21,8 @@ USING (
     pg_catalog.pg_has_role(current_user, 'pgcite_admin', 'MEMBER')
     OR EXISTS (
         SELECT FROM pg_catalog.pg_roles AS r
-        WHERE r.oid = tenant_member.member_role AND r.rolname = tenant_member.member_name
+        WHERE
+            r.oid = tenant_member.member_role AND r.rolname = tenant_member.member_name
             AND pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')
     )
 );
@@ -55,6 +56,10 @@ USING (tenant = any((SELECT rag._my_tenants())::text[]));
 DROP POLICY IF EXISTS log_head_tenant ON rag.log_head;
 CREATE POLICY log_head_tenant ON rag.log_head FOR SELECT
 USING (tenant = any((SELECT rag._my_tenants())::text[]));
+
+-- Settings are no secret (rag.settings shows them to readers); they are written only by rag.set_config.
+DROP POLICY IF EXISTS config_read ON rag.config;
+CREATE POLICY config_read ON rag.config FOR SELECT USING (true);
 
 DROP POLICY IF EXISTS document_key_tenant ON rag.document_key;
 CREATE POLICY document_key_tenant ON rag.document_key FOR SELECT

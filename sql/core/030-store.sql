@@ -129,6 +129,32 @@ $fn$;
 COMMENT ON FUNCTION rag._reused_embeddings(name, text, text, bytea[]) IS
 'Internal (SECURITY DEFINER: reads embeddings): the stored embeddings of the given text hashes in a tenant.';
 
+-- The stored sentences (offsets and embeddings) of chunks with the given text hashes in a tenant: an ingest
+-- copies them for chunk texts it already has. SECURITY DEFINER: tenant roles cannot read rag.sentence.
+CREATE OR REPLACE FUNCTION rag._reused_sentences(p_caller name, p_tenant text, p_model text, p_hashes bytea[])
+RETURNS TABLE (content_hash bytea, start_pos integer, end_pos integer, embedding public.vector)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'write');
+    RETURN QUERY
+    SELECT src.content_hash, s.start_pos, s.end_pos, s.embedding
+    FROM (
+        SELECT DISTINCT ON (c.content_hash) c.content_hash, c.chunk_id
+        FROM rag.chunk AS c
+        WHERE c.tenant = p_tenant AND c.model = p_model AND c.content_hash = ANY (p_hashes)
+            AND EXISTS (SELECT FROM rag.sentence AS x WHERE x.chunk_id = c.chunk_id)
+        ORDER BY c.content_hash, c.chunk_id
+    ) AS src
+    INNER JOIN rag.sentence AS s ON s.chunk_id = src.chunk_id;
+END
+$fn$;
+COMMENT ON FUNCTION rag._reused_sentences(name, text, text, bytea[]) IS
+'Internal (SECURITY DEFINER: reads rag.sentence): the stored sentences of chunks with the given text hashes.';
+
 -- The chunks a caller hands in must be complete and embedded: content, a 384-dimension embedding that is not
 -- all zeros (its cosine distance to anything is NaN, which would sort it anywhere).
 CREATE OR REPLACE FUNCTION rag._check_chunks(p_chunks rag.chunk_input[])
@@ -156,11 +182,45 @@ $fn$;
 COMMENT ON FUNCTION rag._check_chunks(rag.chunk_input[]) IS
 'Internal: 22023 unless every chunk has content and a non-zero 384-dimension embedding.';
 
+-- Sentences handed in must lie inside their chunk's content, without overlapping, with non-zero embeddings.
+CREATE OR REPLACE FUNCTION rag._check_sentences(p_chunks rag.chunk_input[], p_sentences rag.sentence_input[])
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    bad integer;
+BEGIN
+    SELECT min(x.chunk_ord) INTO bad
+    FROM (
+        SELECT s.chunk_ord, s.start_pos, s.end_pos, s.embedding,
+            pg_catalog.lag(s.end_pos) OVER (PARTITION BY s.chunk_ord ORDER BY s.start_pos) AS prev_end
+        FROM pg_catalog.unnest(p_sentences) AS s
+    ) AS x
+    WHERE x.chunk_ord IS NULL OR x.chunk_ord NOT BETWEEN 1 AND coalesce(pg_catalog.cardinality(p_chunks), 0)
+        OR x.start_pos IS NULL OR x.end_pos IS NULL OR x.start_pos < 0 OR x.end_pos <= x.start_pos
+        OR x.end_pos > pg_catalog.length((p_chunks[x.chunk_ord]).content) OR x.start_pos < x.prev_end
+        OR x.embedding IS NULL OR public.vector_norm(x.embedding) = 0;
+    IF bad IS NOT NULL OR EXISTS (
+        SELECT FROM pg_catalog.unnest(p_sentences) AS s WHERE s.chunk_ord IS NULL OR s.embedding IS NULL) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('a sentence of chunk %s is out of its chunk, overlaps another or has no '
+                'non-zero embedding', coalesce(bad::text, '?')),
+            HINT = 'Sentences: {"start": 0-based offset, "end": exclusive offset, "embedding": [384 numbers]}.';
+    END IF;
+END
+$fn$;
+COMMENT ON FUNCTION rag._check_sentences(rag.chunk_input[], rag.sentence_input[]) IS
+'Internal: 22023 unless every sentence lies in its chunk''s content, in order, with a non-zero embedding.';
+
 -- Writes a new document version and its chunks, retiring the previous version. SECURITY DEFINER: tenant
 -- roles cannot write rag.document, rag.chunk or rag.term; it checks the caller and takes the key's lock.
 CREATE OR REPLACE FUNCTION rag._store_version(
     p_caller name, p_tenant text, p_doc_key text, p_hash bytea, p_format text, p_title text, p_source_url text,
-    p_metadata jsonb, p_empty_sections integer, p_model text, p_chunks rag.chunk_input[]
+    p_metadata jsonb, p_empty_sections integer, p_model text, p_chunks rag.chunk_input[],
+    p_sentences rag.sentence_input[]
 )
 RETURNS TABLE (doc_key text, version integer, status text, chunks integer, empty_sections integer)
 LANGUAGE plpgsql
@@ -175,6 +235,7 @@ DECLARE
     n integer := coalesce(pg_catalog.cardinality(p_chunks), 0);
 BEGIN
     PERFORM rag._check_chunks(p_chunks);
+    PERFORM rag._check_sentences(p_chunks, p_sentences);
     PERFORM rag._lock_document(p_caller, p_tenant, p_doc_key, p_hash);
     PERFORM rag._claim_model(p_tenant, p_model);
 
@@ -208,6 +269,13 @@ BEGIN
         anchor, section_path, title, content, token_count, embedding, ord
     );
 
+    INSERT INTO rag.sentence (chunk_id, ord, start_pos, end_pos, embedding)
+    SELECT c.chunk_id,
+        (pg_catalog.row_number() OVER (PARTITION BY c.chunk_id ORDER BY x.start_pos) - 1)::integer,
+        x.start_pos, x.end_pos, x.embedding
+    FROM pg_catalog.unnest(p_sentences) AS x
+    INNER JOIN rag.chunk AS c ON c.document_id = new_id AND c.chunk_index = x.chunk_ord - 1;
+
     INSERT INTO rag.term (tenant, term)
     SELECT DISTINCT p_tenant, w.term
     FROM pg_catalog.unnest(p_chunks) AS c,
@@ -222,10 +290,10 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._store_version(
-    name, text, text, bytea, text, text, text, jsonb, integer, text, rag.chunk_input[]
+    name, text, text, bytea, text, text, text, jsonb, integer, text, rag.chunk_input[], rag.sentence_input[]
 ) IS
-'Internal (SECURITY DEFINER: writes documents, chunks and terms): a new document version and its chunks, '
-'retiring the previous version, for a checked writer of the tenant.';
+'Internal (SECURITY DEFINER: writes documents, chunks, sentences and terms): a new document version, its chunks '
+'and their sentences (may be NULL), retiring the previous version, for a checked writer of the tenant.';
 
 CREATE OR REPLACE FUNCTION rag._store_document(
     p_caller name, p_tenant text, p_key text, p_items jsonb, p_title text, p_source_url text, p_metadata jsonb
@@ -238,6 +306,7 @@ AS $fn$
 DECLARE
     body_hash bytea;
     rows_in rag.chunk_input [];
+    sentences_in rag.sentence_input [];
 BEGIN
     PERFORM rag._authorize(p_caller, p_tenant, 'write');
     IF p_items IS NULL OR pg_catalog.jsonb_typeof(p_items) <> 'array'
@@ -261,14 +330,23 @@ BEGIN
         )::rag.chunk_input ORDER BY o)
         INTO rows_in
         FROM pg_catalog.jsonb_array_elements(p_items) WITH ORDINALITY AS x (e, o);
+        SELECT pg_catalog.array_agg(ROW(
+            x.o::integer, (s ->> 'start')::integer, (s ->> 'end')::integer,
+            (s -> 'embedding')::text::public.vector(384)
+        )::rag.sentence_input)
+        INTO sentences_in
+        FROM pg_catalog.jsonb_array_elements(p_items) WITH ORDINALITY AS x (e, o),
+            pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(x.e -> 'sentences') = 'array'
+                THEN x.e -> 'sentences' ELSE '[]' END) AS s;
     EXCEPTION WHEN data_exception THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'a chunk''s embedding is not a vector of 384 numbers',
+            MESSAGE = 'a chunk''s or sentence''s embedding is not a vector of 384 numbers, or an offset is not an '
+                'integer',
             DETAIL = SQLERRM;
     END;
     RETURN QUERY SELECT * FROM rag._store_version(p_caller, p_tenant, p_key, body_hash, 'chunks', p_title,
-        p_source_url, p_metadata, 0, rag.model_name(), rows_in);
+        p_source_url, p_metadata, 0, rag.model_name(), rows_in, sentences_in);
 END
 $fn$;
 COMMENT ON FUNCTION rag._store_document(name, text, text, jsonb, text, text, jsonb) IS
@@ -288,7 +366,8 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag.store_document(text, text, jsonb, text, text, jsonb) IS
 'Stores a document chunked and embedded outside PostgreSQL (no PL/Python needed): items is a JSON array of '
-'{content, embedding[384], title, anchor, section_path, token_count}. Same versioning as rag.ingest.';
+'{content, embedding[384], title, anchor, section_path, token_count, sentences: [{start, end, embedding[384]}]} '
+'(sentences optional: with them rag.ask chooses quotes by similarity). Same versioning as rag.ingest.';
 
 CREATE OR REPLACE FUNCTION rag._delete_document(p_caller name, p_tenant text, p_doc_key text)
 RETURNS boolean

@@ -201,6 +201,20 @@ $fn$;
 COMMENT ON FUNCTION rag._prepare_question(text, text, integer, public.vector, jsonb) IS
 'Internal: validates k, question and tenant, then corrects and embeds the question once.';
 
+-- The live chunks of a tenant: the chunk counts of its current documents (far fewer rows than its chunks).
+CREATE OR REPLACE FUNCTION rag._live_chunks(p_tenant text)
+RETURNS bigint
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(sum(d.chunk_count), 0)::bigint
+    FROM rag.document AS d
+    WHERE d.tenant = p_tenant AND d.retired_at IS NULL
+$fn$;
+COMMENT ON FUNCTION rag._live_chunks(text) IS
+'Internal: how many live chunks a tenant has (from its current documents).';
+
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
 CREATE OR REPLACE FUNCTION rag._candidates(
     p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer, p_params jsonb
@@ -212,6 +226,9 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql
 STABLE
+-- PL/pgSQL would cache a generic plan after five calls: for ORDER BY embedding <=> $1 LIMIT n with a tenant
+-- filter that plan scans the whole tenant exactly, and a plan made for a large tenant is wrong for a tiny one.
+SET plan_cache_mode = force_custom_plan
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
@@ -227,7 +244,7 @@ DECLARE
     n_active bigint;
     ann_ids bigint [];
 BEGIN
-    SELECT count(*) INTO n_active FROM rag.chunk AS c WHERE c.tenant = p_tenant AND c.retired_at IS NULL;
+    n_active := rag._live_chunks(p_tenant);
     IF n_active > exact_limit THEN
         -- Large tenant: HNSW with pgvector's iterative scan, so the tenant filter never starves the
         -- result; over-fetch, then every candidate is re-scored exactly below.

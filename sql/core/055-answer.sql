@@ -89,6 +89,101 @@ $fn$;
 COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
 'Internal: sentences of passages scored by ts_rank against the question (used without pgcite_python).';
 
+-- The content words of a text as the quote scorer compares them: words of letters, digits and "_" longer than
+-- two characters, lower case, not stop words, with a small suffix stemmer (plural and verb forms of a word meet).
+CREATE OR REPLACE FUNCTION rag._content_terms(p_text text)
+RETURNS text[]
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.array_agg(DISTINCT x.term ORDER BY x.term), '{}')
+    FROM (
+        SELECT CASE
+            WHEN pg_catalog.length(w.w) > 9 AND pg_catalog.right(w.w, 6) = 'ations' THEN pg_catalog.left(w.w, -6)
+            WHEN pg_catalog.length(w.w) > 8 AND pg_catalog.right(w.w, 5) = 'ation' THEN pg_catalog.left(w.w, -5)
+            WHEN pg_catalog.length(w.w) > 7 AND pg_catalog.right(w.w, 4) = 'ings' THEN pg_catalog.left(w.w, -4)
+            WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ing' THEN pg_catalog.left(w.w, -3)
+            WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ies' THEN pg_catalog.left(w.w, -3)
+            WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'es' THEN pg_catalog.left(w.w, -2)
+            WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'ed' THEN pg_catalog.left(w.w, -2)
+            WHEN pg_catalog.length(w.w) > 4 AND pg_catalog.right(w.w, 1) = 's' THEN pg_catalog.left(w.w, -1)
+            ELSE w.w
+        END AS term
+        FROM (
+            SELECT pg_catalog.lower(m.a[1]) AS w
+            FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
+        ) AS w
+        WHERE pg_catalog.length(w.w) > 2 AND NOT w.w = ANY ('{a,an,and,are,as,at,be,by,can,could,do,does,did,for,
+            from,how,i,if,in,into,is,it,its,me,my,of,on,or,should,so,than,that,the,their,them,then,there,these,
+            this,those,to,was,were,what,when,where,which,who,whom,why,will,with,would,you,your,we,our,us,use,used,
+            using,about,after,before,between,both,each,few,more,most,other,some,such,only,own,same,too,very,just,
+            also,any,all,not,no,nor,one,get,make,want,need}'::text [])
+    ) AS x
+$fn$;
+COMMENT ON FUNCTION rag._content_terms(text) IS
+'Internal: the distinct stemmed content words of a text (the lexical part of quote scoring).';
+
+-- Every sentence (of at least 20 characters) of the given chunks scored against the question: MiniLM cosine
+-- similarity to the question plus 0.25 x the share of the question's content words it contains. Sentences and
+-- their embeddings come from rag.sentence (stored at ingest); for chunks stored without them,
+-- rag._sentence_vectors (pgcite_python) splits and embeds them now. NULL when a chunk has no stored sentences
+-- and pgcite_python is not installed: the caller then scores lexically.
+CREATE OR REPLACE FUNCTION rag._sentence_scores(p_question text, p_qemb public.vector, p_ids bigint[])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    missing jsonb;
+    live jsonb := '[]';
+    q_terms text[] := rag._content_terms(p_question);
+BEGIN
+    SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content))
+    INTO missing
+    FROM rag.chunk AS c
+    WHERE c.chunk_id = ANY (p_ids) AND NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = c.chunk_id);
+    IF missing IS NOT NULL THEN
+        IF pg_catalog.to_regprocedure('rag._sentence_vectors(jsonb)') IS NULL THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE 'SELECT rag._sentence_vectors($1)' INTO live USING missing;
+    END IF;
+    RETURN (
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos,
+            'quote', x.quote, 'sim', round(x.sim::numeric, 6), 'overlap', round(o.overlap::numeric, 6),
+            'score', round((x.sim + 0.25 * o.overlap)::numeric, 6)
+        ) ORDER BY x.chunk_id, x.start_pos), '[]')
+        FROM (
+            SELECT y.chunk_id, y.start_pos, y.end_pos, 1 - (y.embedding OPERATOR(public.<=>) p_qemb) AS sim,
+                pg_catalog.substr(c.content, y.start_pos + 1, y.end_pos - y.start_pos) AS quote
+            FROM (
+                SELECT s.chunk_id, s.start_pos, s.end_pos, s.embedding
+                FROM rag.sentence AS s
+                WHERE s.chunk_id = ANY (p_ids)
+                UNION ALL
+                SELECT (e ->> 'chunk_id')::bigint, (e ->> 'start')::integer, (e ->> 'end')::integer,
+                    (e ->> 'embedding')::public.vector
+                FROM pg_catalog.jsonb_array_elements(live) AS e
+            ) AS y
+            INNER JOIN rag.chunk AS c ON c.chunk_id = y.chunk_id
+            WHERE y.end_pos - y.start_pos >= 20
+        ) AS x
+        CROSS JOIN LATERAL (
+            SELECT CASE WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8 ELSE
+                (SELECT count(*) FROM pg_catalog.unnest(rag._content_terms(x.quote)) AS t (term)
+                 WHERE t.term = ANY (q_terms))::float8 / pg_catalog.cardinality(q_terms) END AS overlap
+        ) AS o
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag._sentence_scores(text, public.vector, bigint[]) IS
+'Internal: the sentences of the chunks scored against the question [{chunk_id, start, end, quote, sim, overlap, '
+'score}], or NULL when some chunk has no stored sentences and pgcite_python is absent.';
+
 -- Names the question spells out, for the gate: snake_case words such as work_mem or pg_basebackup (of the
 -- corrected question, so a misspelt name is already fixed), in order of appearance. A name the question presents as
 -- the user's own object ("my big_events", "the created_at column", "table orders_2024") is left out: no
@@ -172,7 +267,7 @@ BEGIN
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     WHERE x.fused_rank <= p_k;
 
-    SELECT count(*) INTO n_visible FROM rag.chunk AS c WHERE c.tenant = p_tenant AND c.retired_at IS NULL;
+    n_visible := rag._live_chunks(p_tenant);
 
     -- Share of the question's words (after typo correction) that the top passages contain.
     SELECT coalesce(avg((EXISTS (
@@ -199,17 +294,11 @@ BEGIN
     FROM pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS o (chunk_id, n)
     INNER JOIN rag.chunk AS c ON c.chunk_id = o.chunk_id;
 
-    IF pg_catalog.to_regprocedure('rag._score_sentences(text,public.vector,jsonb)') IS NOT NULL THEN
-        EXECUTE 'SELECT rag._score_sentences($1, $2, $3)' INTO scored USING p_question, p_qemb, passages;
-        SELECT coalesce(pg_catalog.jsonb_agg(s || pg_catalog.jsonb_build_object('quote',
-            pg_catalog.substr(c.content, (s ->> 'start')::integer + 1, (s ->> 'end')::integer - (s ->> 'start')::integer)
-        )), '[]')
-        INTO scored
-        FROM pg_catalog.jsonb_array_elements(scored) AS s
-        INNER JOIN rag.chunk AS c ON c.chunk_id = (s ->> 'chunk_id')::bigint;
-        SELECT max((s ->> 'sim')::float8) INTO best_sentence FROM pg_catalog.jsonb_array_elements(scored) AS s;
-    ELSE
+    scored := rag._sentence_scores(p_question, p_qemb, ids[1:n_passages]);
+    IF scored IS NULL THEN
         scored := rag._lexical_sentences(t.ts_config, q, passages);
+    ELSE
+        SELECT max((s ->> 'sim')::float8) INTO best_sentence FROM pg_catalog.jsonb_array_elements(scored) AS s;
     END IF;
 
     -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share

@@ -27,7 +27,7 @@ BEGIN
                 WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log')
                     THEN 'pgcite_reader'
                 WHEN f.proname IN ('_store_version', '_store_document', '_delete_document', '_lock_document',
-                    '_reused_embeddings') THEN 'pgcite_writer'
+                    '_reused_embeddings', '_reused_sentences') THEN 'pgcite_writer'
                 ELSE 'pgcite_admin'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);

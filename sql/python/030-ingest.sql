@@ -15,6 +15,7 @@ DECLARE
     doc_hash bytea;
     parsed jsonb;
     items rag.chunk_input [];
+    sentences rag.sentence_input [];
     v_model text := rag.model_name();
 BEGIN
     PERFORM rag._authorize(current_user, p_tenant, 'write');
@@ -77,9 +78,48 @@ BEGIN
     LEFT JOIN reused AS r ON r.o = c.o
     LEFT JOIN fresh AS f ON f.o = c.o;
 
+    -- Sentences of every chunk, for choosing quotes at ask time: copied from a stored chunk with the same text,
+    -- else split (rag._sentence_spans) and embedded now in one batched call.
+    WITH c AS (
+        SELECT e.o::integer AS o, e.j ->> 'content' AS content,
+            pg_catalog.sha256(pg_catalog.convert_to(rag._embed_text(e.j ->> 'title', e.j ->> 'content'), 'UTF8'))
+                AS h
+        FROM pg_catalog.jsonb_array_elements(parsed -> 'chunks') WITH ORDINALITY AS e (j, o)
+    ),
+    reused AS (
+        SELECT c.o, r.start_pos, r.end_pos, r.embedding
+        FROM c
+        INNER JOIN rag._reused_sentences(current_user, p_tenant, v_model,
+            (SELECT pg_catalog.array_agg(c2.h) FROM c AS c2)) AS r ON r.content_hash = c.h
+    ),
+    spans AS (
+        SELECT sp.chunk_ord, sp.start_pos, sp.end_pos,
+            pg_catalog.substr(c.content, sp.start_pos + 1, sp.end_pos - sp.start_pos) AS txt
+        FROM rag._sentence_spans((SELECT pg_catalog.array_agg(c2.content ORDER BY c2.o) FROM c AS c2)) AS sp
+        INNER JOIN c ON c.o = sp.chunk_ord
+        WHERE NOT EXISTS (SELECT FROM reused AS r WHERE r.o = sp.chunk_ord)
+    ),
+    todo AS (
+        SELECT
+            pg_catalog.array_agg(spans.chunk_ord ORDER BY spans.chunk_ord, spans.start_pos) AS ords,
+            pg_catalog.array_agg(spans.start_pos ORDER BY spans.chunk_ord, spans.start_pos) AS starts,
+            pg_catalog.array_agg(spans.end_pos ORDER BY spans.chunk_ord, spans.start_pos) AS ends,
+            pg_catalog.array_agg(spans.txt ORDER BY spans.chunk_ord, spans.start_pos) AS texts
+        FROM spans
+    ),
+    fresh AS (
+        SELECT todo.ords[m.ord] AS o, todo.starts[m.ord] AS start_pos, todo.ends[m.ord] AS end_pos, m.embedding
+        FROM todo, rag.embed_many(todo.texts) AS m
+        WHERE todo.texts IS NOT NULL
+    )
+    SELECT pg_catalog.array_agg(ROW(x.o, x.start_pos, x.end_pos, x.embedding)::rag.sentence_input)
+    INTO sentences
+    FROM (SELECT * FROM reused UNION ALL SELECT * FROM fresh) AS x;
+
     RETURN QUERY SELECT * FROM rag._store_version(
         current_user, p_tenant, p_key, doc_hash, parsed ->> 'format', coalesce(ingest.title, parsed ->> 'title'),
-        ingest.source_url, ingest.metadata, pg_catalog.jsonb_array_length(parsed -> 'empty_sections'), v_model, items
+        ingest.source_url, ingest.metadata, pg_catalog.jsonb_array_length(parsed -> 'empty_sections'), v_model, items,
+        sentences
     );
 END
 $fn$;

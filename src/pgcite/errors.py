@@ -79,16 +79,21 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "42501": ErrorCode(
         "insufficient_privilege",
         PermissionDenied,
-        "the role is not a member of the tenant, or a change to the append-only log / immutable chunks",
+        "the role is not a member of the tenant or lacks the pgcite role, a direct write to a rag table, "
+        "or a pgcite.* run-time parameter that tries to choose a setting",
     ),
     "42704": ErrorCode("undefined_object", UnknownTenant, "the tenant does not exist"),
     "22023": ErrorCode(
         "invalid_parameter_value",
         InvalidParameter,
-        "an invalid argument: k outside 1..100, wrong embedding dimensions, unknown format, empty document",
+        "an invalid argument: k outside 1..100, wrong or all-zero embedding, unknown format, empty document, "
+        "an unknown option or an option of the wrong type or range",
     ),
     "22004": ErrorCode(
         "null_value_not_allowed", InvalidParameter, "a NULL (or empty) tenant, doc_key or member"
+    ),
+    "22000": ErrorCode(
+        "data_exception", InvalidParameter, "NaN or infinity in a vector (pgvector refuses it)"
     ),
     "22P02": ErrorCode(
         "invalid_text_representation", InvalidParameter, "input that is not valid text (binary data)"
@@ -96,7 +101,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "54000": ErrorCode(
         "program_limit_exceeded",
         LimitExceeded,
-        "a question over 4000 characters, or a document over pgcite.max_document_bytes",
+        "a question over 4000 characters, or a document over the setting max_document_bytes",
     ),
     "55000": ErrorCode(
         "object_not_in_prerequisite_state",
@@ -106,7 +111,7 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "PC001": ErrorCode(
         "pgcite_python_environment_missing",
         PythonEnvironmentMissing,
-        "the DB-side Python environment (setting pgcite.python_path) is missing or incomplete",
+        "the DB-side Python environment (setting python_path) is missing or incomplete",
     ),
     "PC002": ErrorCode(
         "pgcite_model_unavailable",

@@ -1,0 +1,33 @@
+"""udf.sentence_spans and udf.sentence_vectors: what rag.ingest stores, what rag.ask embeds for old chunks."""
+
+from __future__ import annotations
+
+import json
+
+from pgcite_udfs import udf
+
+
+def test_spans_are_per_text_with_1_based_ordinals_and_exact_offsets():
+    texts = ["Autovacuum runs VACUUM. It also runs ANALYZE.", "", "One sentence only here."]
+    spans = udf.sentence_spans(texts)
+    assert [(o, texts[o - 1][s:e]) for o, s, e in spans] == [
+        (1, "Autovacuum runs VACUUM."),
+        (1, "It also runs ANALYZE."),
+        (3, "One sentence only here."),
+    ]
+
+
+def test_vectors_come_with_their_chunk_and_offsets(monkeypatch):
+    seen = []
+
+    def fake_embed(plpy, gd, texts):
+        seen.extend(texts)
+        return [f"[{i}]" for i, _ in enumerate(texts)]
+
+    monkeypatch.setattr(udf, "embed_texts", fake_embed)
+    content = "Short. A second sentence that is longer."
+    out = json.loads(udf.sentence_vectors(None, {}, json.dumps([{"chunk_id": 7, "content": content}])))
+    expected = ["Short.", "A second sentence that is longer."]
+    assert [content[o["start"] : o["end"]] for o in out] == seen == expected
+    assert [o["chunk_id"] for o in out] == [7, 7] and [o["embedding"] for o in out] == ["[0]", "[1]"]
+    assert json.loads(udf.sentence_vectors(None, {}, "[]")) == []
