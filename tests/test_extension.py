@@ -96,6 +96,9 @@ def test_update_from_a_previous_release_equals_a_fresh_install_and_keeps_data(pg
         ).fetchone()
         assert status == "answered" and citations[0]["quote"].startswith("The autovacuum daemon removes")
         assert c.execute("SELECT ok, checked, unsealed FROM rag.verify_log('old')").fetchone() == (True, 2, 0)
+        # the old chunks get their sentences once (until then rag.ask embeds them on every call)
+        assert c.execute("SELECT rag.embed_sentences('old')").fetchone()[0] >= 2
+        assert c.execute("SELECT rag.embed_sentences('old')").fetchone()[0] == 0
         # the same body after the upgrade: the chunker's version is part of the hash now, so it is re-chunked
         again = c.execute("SELECT status FROM rag.ingest('old', 'doc.md', %s)", (md,)).fetchone()[0]
         assert again == "updated"

@@ -102,11 +102,16 @@ RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    unchained rag.ask_log;
 BEGIN
     IF TG_OP = 'UPDATE' THEN
+        unchained := NEW;
+        unchained.seq := OLD.seq;
+        unchained.prev_hash := OLD.prev_hash;
+        unchained.row_hash := OLD.row_hash;
         IF OLD.seq IS NULL AND NEW.seq IS NOT NULL AND NEW.row_hash IS NOT NULL
-            AND (pg_catalog.to_jsonb(NEW) - ARRAY['seq', 'prev_hash', 'row_hash'])
-                = (pg_catalog.to_jsonb(OLD) - ARRAY['seq', 'prev_hash', 'row_hash']) THEN
+            AND unchained IS NOT DISTINCT FROM OLD THEN
             RETURN NEW;
         END IF;
     END IF;

@@ -269,10 +269,11 @@ BEGIN
         anchor, section_path, title, content, token_count, embedding, ord
     );
 
-    INSERT INTO rag.sentence (chunk_id, ord, start_pos, end_pos, embedding)
+    INSERT INTO rag.sentence (chunk_id, ord, start_pos, end_pos, embedding, terms)
     SELECT c.chunk_id,
         (pg_catalog.row_number() OVER (PARTITION BY c.chunk_id ORDER BY x.start_pos) - 1)::integer,
-        x.start_pos, x.end_pos, x.embedding
+        x.start_pos, x.end_pos, x.embedding,
+        rag._content_terms(pg_catalog.substr(c.content, x.start_pos + 1, x.end_pos - x.start_pos))
     FROM pg_catalog.unnest(p_sentences) AS x
     INNER JOIN rag.chunk AS c ON c.document_id = new_id AND c.chunk_index = x.chunk_ord - 1;
 

@@ -159,14 +159,14 @@ BEGIN
         ) ORDER BY x.chunk_id, x.start_pos), '[]')
         FROM (
             SELECT y.chunk_id, y.start_pos, y.end_pos, 1 - (y.embedding OPERATOR(public.<=>) p_qemb) AS sim,
-                pg_catalog.substr(c.content, y.start_pos + 1, y.end_pos - y.start_pos) AS quote
+                pg_catalog.substr(c.content, y.start_pos + 1, y.end_pos - y.start_pos) AS quote, y.terms
             FROM (
-                SELECT s.chunk_id, s.start_pos, s.end_pos, s.embedding
+                SELECT s.chunk_id, s.start_pos, s.end_pos, s.embedding, s.terms
                 FROM rag.sentence AS s
                 WHERE s.chunk_id = ANY (p_ids)
                 UNION ALL
                 SELECT (e ->> 'chunk_id')::bigint, (e ->> 'start')::integer, (e ->> 'end')::integer,
-                    (e ->> 'embedding')::public.vector
+                    (e ->> 'embedding')::public.vector, NULL
                 FROM pg_catalog.jsonb_array_elements(live) AS e
             ) AS y
             INNER JOIN rag.chunk AS c ON c.chunk_id = y.chunk_id
@@ -174,7 +174,7 @@ BEGIN
         ) AS x
         CROSS JOIN LATERAL (
             SELECT CASE WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8 ELSE
-                (SELECT count(*) FROM pg_catalog.unnest(rag._content_terms(x.quote)) AS t (term)
+                (SELECT count(*) FROM pg_catalog.unnest(coalesce(x.terms, rag._content_terms(x.quote))) AS t (term)
                  WHERE t.term = ANY (q_terms))::float8 / pg_catalog.cardinality(q_terms) END AS overlap
         ) AS o
     );

@@ -47,10 +47,17 @@ BEGIN
     located AS (
         SELECT g.o, g.n, g.chunk_id, ch.content, ch.doc_key, ch.doc_version, ch.chunk_index, ch.anchor,
             ch.title, d.source_url,
-            CASE WHEN coalesce(pg_catalog.btrim(g.quote), '') <> '' AND ch.chunk_id IS NOT NULL
-                THEN pg_catalog.regexp_instr(ch.content, rag._quote_pattern(g.quote)) END AS s,
-            CASE WHEN coalesce(pg_catalog.btrim(g.quote), '') <> '' AND ch.chunk_id IS NOT NULL
-                THEN pg_catalog.regexp_instr(ch.content, rag._quote_pattern(g.quote), 1, 1, 1) END AS e
+            -- a quote that occurs exactly (every extractive quote) is found by strpos; only one whose white
+            -- space differs from the chunk's needs the regular expression
+            CASE WHEN coalesce(pg_catalog.btrim(g.quote), '') = '' OR ch.chunk_id IS NULL THEN NULL
+                WHEN pg_catalog.strpos(ch.content, pg_catalog.btrim(g.quote, E' \t\n\r\f\v')) > 0
+                    THEN pg_catalog.strpos(ch.content, pg_catalog.btrim(g.quote, E' \t\n\r\f\v'))
+                ELSE pg_catalog.regexp_instr(ch.content, rag._quote_pattern(g.quote)) END AS s,
+            CASE WHEN coalesce(pg_catalog.btrim(g.quote), '') = '' OR ch.chunk_id IS NULL THEN NULL
+                WHEN pg_catalog.strpos(ch.content, pg_catalog.btrim(g.quote, E' \t\n\r\f\v')) > 0
+                    THEN pg_catalog.strpos(ch.content, pg_catalog.btrim(g.quote, E' \t\n\r\f\v'))
+                        + pg_catalog.length(pg_catalog.btrim(g.quote, E' \t\n\r\f\v'))
+                ELSE pg_catalog.regexp_instr(ch.content, rag._quote_pattern(g.quote), 1, 1, 1) END AS e
         FROM given AS g
         LEFT JOIN rag.chunk AS ch ON ch.chunk_id = g.chunk_id AND g.chunk_id = ANY (verify.retrieved)
         LEFT JOIN rag.document AS d ON d.document_id = ch.document_id

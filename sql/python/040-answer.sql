@@ -32,3 +32,73 @@ $fn$;
 COMMENT ON FUNCTION rag._sentence_vectors(jsonb) IS
 'Internal: every sentence of the passages [{chunk_id, content}] with its embedding: '
 '[{chunk_id, start, end, embedding}] (0-based offsets), for chunks stored without sentences.';
+
+-- Chunks stored before 0.3.0 (or by rag.store_document without sentences) have no sentence rows; rag.ask then
+-- embeds their sentences on every call. This computes and stores them once, a batch of chunks at a time.
+CREATE OR REPLACE FUNCTION rag._embed_sentences(p_caller name, p_tenant text, p_batch integer)
+RETURNS bigint
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    done bigint := 0;
+    total bigint;
+    ids bigint [];
+    added integer;
+BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'admin');
+    IF p_batch IS NULL OR p_batch NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('batch must be between 1 and 10000, not %s', coalesce(p_batch::text, 'NULL'));
+    END IF;
+    SELECT count(*) INTO total FROM rag.chunk AS c
+    WHERE c.tenant = p_tenant AND c.retired_at IS NULL
+        AND NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = c.chunk_id);
+    LOOP
+        SELECT pg_catalog.array_agg(x.chunk_id) INTO ids FROM (
+            SELECT c.chunk_id FROM rag.chunk AS c
+            WHERE c.tenant = p_tenant AND c.retired_at IS NULL
+                AND NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = c.chunk_id)
+            ORDER BY c.chunk_id
+            LIMIT p_batch
+        ) AS x;
+        EXIT WHEN ids IS NULL;
+        INSERT INTO rag.sentence (chunk_id, ord, start_pos, end_pos, embedding, terms)
+        SELECT (e ->> 'chunk_id')::bigint,
+            (pg_catalog.row_number() OVER (PARTITION BY e ->> 'chunk_id' ORDER BY (e ->> 'start')::integer) - 1)::integer,
+            (e ->> 'start')::integer, (e ->> 'end')::integer, (e ->> 'embedding')::public.vector,
+            rag._content_terms(pg_catalog.substr(c.content, (e ->> 'start')::integer + 1,
+                (e ->> 'end')::integer - (e ->> 'start')::integer))
+        FROM pg_catalog.jsonb_array_elements(rag._sentence_vectors((
+            SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c2.chunk_id, 'content', c2.content))
+            FROM rag.chunk AS c2 WHERE c2.chunk_id = ANY (ids)
+        ))) AS e
+        INNER JOIN rag.chunk AS c ON c.chunk_id = (e ->> 'chunk_id')::bigint;
+        GET DIAGNOSTICS added = ROW_COUNT;
+        EXIT WHEN added = 0;
+        done := done + pg_catalog.cardinality(ids);
+        RAISE NOTICE 'embed_sentences: % of % chunks', done, total;
+    END LOOP;
+    RETURN done;
+END
+$fn$;
+COMMENT ON FUNCTION rag._embed_sentences(name, text, integer) IS
+'Internal (SECURITY DEFINER: writes rag.sentence): rag.embed_sentences for the checked caller.';
+
+CREATE OR REPLACE FUNCTION rag.embed_sentences(tenant text, batch integer DEFAULT 256)
+RETURNS bigint
+LANGUAGE sql
+VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT rag._embed_sentences(current_user, embed_sentences.tenant, embed_sentences.batch)
+$fn$;
+COMMENT ON FUNCTION rag.embed_sentences(text, integer) IS
+'Stores the sentences (offsets, embeddings, content words) of a tenant''s live chunks that have none (stored '
+'before 0.3.0, or by rag.store_document without sentences), batch chunks at a time with a NOTICE per batch; '
+'returns how many chunks it did. Until then rag.ask embeds those sentences on every call. Needs pgcite_admin.';
+
+REVOKE ALL ON FUNCTION rag.embed_sentences(text, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION rag.embed_sentences(text, integer) TO pgcite_admin;
