@@ -8,7 +8,7 @@ CREATE TABLE rag.sentence (
     start_pos integer NOT NULL CHECK (start_pos >= 0),
     end_pos integer NOT NULL,
     embedding public.vector(384) NOT NULL,
-    terms text [] NOT NULL,
+    terms text[] NOT NULL,
     PRIMARY KEY (chunk_id, ord),
     CHECK (end_pos > start_pos)
 );
@@ -29,3 +29,6 @@ CREATE TYPE rag.sentence_input AS (
     end_pos integer,
     embedding public.vector (384)
 );
+
+-- the title leg of retrieval reads each tenant's distinct titles from this index
+CREATE INDEX chunk_title_idx ON rag.chunk (tenant, title) WHERE retired_at IS NULL;

@@ -22,11 +22,9 @@ def _setting(plpy, name: str, default: str) -> str:
     """A pgcite setting as the database resolves it: rag._config_text (rag.config, never a session's SET).
     A database still on pgcite 0.2.0 or older (new files installed, ALTER EXTENSION UPDATE not yet run) has
     no rag._config_text; it keeps its old behaviour, the run-time parameter pgcite.<name>, until updated."""
-    plan = plpy.prepare(
-        "SELECT CASE WHEN to_regprocedure('rag._config_text(text)') IS NULL"
-        " THEN current_setting('pgcite.' || $1, true) ELSE rag._config_text($1) END AS v",
-        ["text"],
-    )
+    updated = plpy.execute("SELECT to_regprocedure('rag._config_text(text)') IS NOT NULL AS ok")[0]["ok"]
+    query = "rag._config_text($1)" if updated else "current_setting('pgcite.' || $1, true)"
+    plan = plpy.prepare(f"SELECT {query} AS v", ["text"])
     return plpy.execute(plan, [name])[0]["v"] or default
 
 

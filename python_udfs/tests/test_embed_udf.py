@@ -23,10 +23,13 @@ class FakePlpy:
         self.settings = settings or {}
 
     def prepare(self, sql, types):
-        assert "rag._config_text($1)" in sql and types == ["text"]
+        assert sql == "SELECT rag._config_text($1) AS v" and types == ["text"]
         return sql
 
-    def execute(self, plan, args):
+    def execute(self, plan, args=None):
+        if args is None:  # is rag._config_text there (an updated database)?
+            assert "to_regprocedure('rag._config_text(text)')" in plan
+            return [{"ok": True}]
         return [{"v": self.settings.get(args[0])}]
 
     def error(self, message, detail=None, hint=None, sqlstate=None):

@@ -249,12 +249,12 @@ BEGIN
         -- Large tenant: HNSW with pgvector's iterative scan, so the tenant filter never starves the
         -- result; over-fetch, then every candidate is re-scored exactly below.
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        PERFORM pg_catalog.set_config('hnsw.ef_search', greatest(100, p_depth * 4)::text, true);
+        PERFORM pg_catalog.set_config('hnsw.ef_search', least(1000, greatest(200, p_depth * 5))::text, true);
         SELECT pg_catalog.array_agg(a.chunk_id) INTO ann_ids FROM (
             SELECT c.chunk_id FROM rag.chunk AS c
             WHERE c.tenant = p_tenant AND c.retired_at IS NULL
             ORDER BY c.embedding OPERATOR(public.<=>) p_qemb
-            LIMIT p_depth * 2
+            LIMIT p_depth * 4
         ) AS a;
         IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
             ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
@@ -262,17 +262,20 @@ BEGIN
     END IF;
 
     RETURN QUERY
+    -- vector leg: the nearest p_depth by exact distance (a top-N sort over floats), rounded only then
     WITH vec AS (
         SELECT v.chunk_id, v.d,
             pg_catalog.row_number() OVER (ORDER BY v.d, v.doc_key, v.chunk_index, v.chunk_id)::integer AS r
         FROM (
-            SELECT c.chunk_id, c.doc_key, c.chunk_index,
-                round((c.embedding OPERATOR(public.<=>) p_qemb)::numeric, 6)::float8 AS d
-            FROM rag.chunk AS c
-            WHERE c.tenant = p_tenant AND c.retired_at IS NULL
-                AND (ann_ids IS NULL OR c.chunk_id = ANY (ann_ids))
-            ORDER BY d, c.doc_key, c.chunk_index, c.chunk_id
-            LIMIT p_depth
+            SELECT w.chunk_id, w.doc_key, w.chunk_index, round(w.raw::numeric, 6)::float8 AS d
+            FROM (
+                SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
+                FROM rag.chunk AS c
+                WHERE c.tenant = p_tenant AND c.retired_at IS NULL
+                    AND (ann_ids IS NULL OR c.chunk_id = ANY (ann_ids))
+                ORDER BY raw, c.doc_key, c.chunk_index, c.chunk_id
+                LIMIT p_depth
+            ) AS w
         ) AS v
     ),
     fts AS (
@@ -287,20 +290,26 @@ BEGIN
             LIMIT p_depth
         ) AS f
     ),
+    -- title leg: each distinct title of the tenant scored once (sections split in parts share a title)
+    titles AS (
+        SELECT x.title, round(public.word_similarity(
+            pg_catalog.regexp_replace(x.title, '^[0-9A-Z]*[0-9.]+\s+', ''), corrected)::numeric, 6)::float8 AS s
+        FROM (
+            SELECT DISTINCT c.title FROM rag.chunk AS c
+            WHERE c.tenant = p_tenant AND c.retired_at IS NULL AND c.title <> ''
+        ) AS x
+    ),
     trgm AS (
         SELECT g.chunk_id, g.s,
             pg_catalog.row_number() OVER (ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id)::integer AS r
         FROM (
-            SELECT c.chunk_id, c.doc_key, c.chunk_index,
-                round(public.word_similarity(
-                    pg_catalog.regexp_replace(c.title, '^[0-9A-Z]*[0-9.]+\s+', ''), corrected)::numeric, 6
-                )::float8 AS s
-            FROM rag.chunk AS c
-            WHERE c.tenant = p_tenant AND c.retired_at IS NULL AND c.title <> ''
-            ORDER BY s DESC, c.doc_key, c.chunk_index, c.chunk_id
+            SELECT c.chunk_id, c.doc_key, c.chunk_index, ti.s
+            FROM titles AS ti
+            INNER JOIN rag.chunk AS c ON c.tenant = p_tenant AND c.retired_at IS NULL AND c.title = ti.title
+            WHERE ti.s >= min_title
+            ORDER BY ti.s DESC, c.doc_key, c.chunk_index, c.chunk_id
             LIMIT p_depth
         ) AS g
-        WHERE g.s >= min_title
     ),
     fused AS (
         SELECT ids.chunk_id,

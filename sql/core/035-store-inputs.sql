@@ -1,0 +1,109 @@
+-- Store, the inputs: what a writer hands in is checked here, and what it already stored is reused
+-- (embeddings and sentences of chunk texts the tenant has), so an ingest embeds only new text.
+
+-- Stored embeddings of texts (by rag._embed_text hash) this tenant already embedded with this model, so an
+-- ingest embeds only new text. SECURITY DEFINER: tenant roles cannot read embeddings directly.
+CREATE OR REPLACE FUNCTION rag._reused_embeddings(p_caller name, p_tenant text, p_model text, p_hashes bytea[])
+RETURNS TABLE (content_hash bytea, embedding public.vector)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'write');
+    RETURN QUERY
+    SELECT DISTINCT ON (c.content_hash) c.content_hash, c.embedding
+    FROM rag.chunk AS c
+    WHERE c.tenant = p_tenant AND c.model = p_model AND c.content_hash = ANY (p_hashes)
+    ORDER BY c.content_hash, c.chunk_id;
+END
+$fn$;
+COMMENT ON FUNCTION rag._reused_embeddings(name, text, text, bytea[]) IS
+'Internal (SECURITY DEFINER: reads embeddings): the stored embeddings of the given text hashes in a tenant.';
+
+-- The stored sentences (offsets and embeddings) of chunks with the given text hashes in a tenant: an ingest
+-- copies them for chunk texts it already has. SECURITY DEFINER: tenant roles cannot read rag.sentence.
+CREATE OR REPLACE FUNCTION rag._reused_sentences(p_caller name, p_tenant text, p_model text, p_hashes bytea[])
+RETURNS TABLE (content_hash bytea, start_pos integer, end_pos integer, embedding public.vector)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'write');
+    RETURN QUERY
+    SELECT src.content_hash, s.start_pos, s.end_pos, s.embedding
+    FROM (
+        SELECT DISTINCT ON (c.content_hash) c.content_hash, c.chunk_id
+        FROM rag.chunk AS c
+        WHERE c.tenant = p_tenant AND c.model = p_model AND c.content_hash = ANY (p_hashes)
+            AND EXISTS (SELECT FROM rag.sentence AS x WHERE x.chunk_id = c.chunk_id)
+        ORDER BY c.content_hash, c.chunk_id
+    ) AS src
+    INNER JOIN rag.sentence AS s ON s.chunk_id = src.chunk_id;
+END
+$fn$;
+COMMENT ON FUNCTION rag._reused_sentences(name, text, text, bytea[]) IS
+'Internal (SECURITY DEFINER: reads rag.sentence): the stored sentences of chunks with the given text hashes.';
+
+-- The chunks a caller hands in must be complete and embedded: content, a 384-dimension embedding that is not
+-- all zeros (its cosine distance to anything is NaN, which would sort it anywhere).
+CREATE OR REPLACE FUNCTION rag._check_chunks(p_chunks rag.chunk_input[])
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    bad integer;
+BEGIN
+    SELECT min(c.o) INTO bad
+    FROM pg_catalog.unnest(p_chunks) WITH ORDINALITY AS c (anchor, section_path, title, content, token_count,
+        embedding, o)
+    WHERE c.embedding IS NULL OR coalesce(pg_catalog.btrim(c.content), '') = ''
+        OR public.vector_dims(c.embedding) <> 384 OR public.vector_norm(c.embedding) = 0;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('chunk %s needs non-empty content and a non-zero embedding of 384 numbers',
+                bad);
+    END IF;
+END
+$fn$;
+COMMENT ON FUNCTION rag._check_chunks(rag.chunk_input[]) IS
+'Internal: 22023 unless every chunk has content and a non-zero 384-dimension embedding.';
+
+-- Sentences handed in must lie inside their chunk's content, without overlapping, with non-zero embeddings.
+CREATE OR REPLACE FUNCTION rag._check_sentences(p_chunks rag.chunk_input[], p_sentences rag.sentence_input[])
+RETURNS void
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    bad integer;
+BEGIN
+    SELECT min(x.chunk_ord) INTO bad
+    FROM (
+        SELECT s.chunk_ord, s.start_pos, s.end_pos, s.embedding,
+            pg_catalog.lag(s.end_pos) OVER (PARTITION BY s.chunk_ord ORDER BY s.start_pos) AS prev_end
+        FROM pg_catalog.unnest(p_sentences) AS s
+    ) AS x
+    WHERE x.chunk_ord IS NULL OR x.chunk_ord NOT BETWEEN 1 AND coalesce(pg_catalog.cardinality(p_chunks), 0)
+        OR x.start_pos IS NULL OR x.end_pos IS NULL OR x.start_pos < 0 OR x.end_pos <= x.start_pos
+        OR x.end_pos > pg_catalog.length((p_chunks[x.chunk_ord]).content) OR x.start_pos < x.prev_end
+        OR x.embedding IS NULL OR public.vector_norm(x.embedding) = 0;
+    IF bad IS NOT NULL OR EXISTS (
+        SELECT FROM pg_catalog.unnest(p_sentences) AS s WHERE s.chunk_ord IS NULL OR s.embedding IS NULL) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('a sentence of chunk %s is out of its chunk, overlaps another or has no '
+                'non-zero embedding', coalesce(bad::text, '?')),
+            HINT = 'Sentences: {"start": 0-based offset, "end": exclusive offset, "embedding": [384 numbers]}.';
+    END IF;
+END
+$fn$;
+COMMENT ON FUNCTION rag._check_sentences(rag.chunk_input[], rag.sentence_input[]) IS
+'Internal: 22023 unless every sentence lies in its chunk''s content, in order, with a non-zero embedding.';
