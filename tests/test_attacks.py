@@ -507,3 +507,106 @@ def test_catalog_no_tenant_role_can_write_and_tenant_data_has_rls(pg, adb):
             """
         ).fetchall()
         assert readers == []
+
+
+# ---------------------------------------------------------------- found by attacking 0.3.0 itself
+def test_a_callers_temporary_table_never_runs_as_the_owner(pg, adb):
+    """rag.calibrate once kept its rows in a temporary table: an admin's own table of that name, with a
+    trigger, ran the admin's code as pgcite_owner. It keeps them in a local value now."""
+    before = snapshot(pg, adb)
+    with connect(pg, adb, R["admin"]) as c:
+        c.autocommit = False
+        c.execute(
+            "CREATE TEMP TABLE pgcite_calibration (ord int, id text, kind text, answerable bool,"
+            " score float8, similarity float8, coverage float8, sentence float8, names float8,"
+            " top_anchor text,"
+            " expected_in_top_k bool)"
+        )
+        c.execute(
+            "CREATE FUNCTION pg_temp.pwn() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            " INSERT INTO rag.config VALUES ('python_path', '/tmp/evil', 'x'); RETURN NEW; END $$"
+        )
+        c.execute(
+            "CREATE TRIGGER t BEFORE INSERT ON pg_temp.pgcite_calibration"
+            " FOR EACH ROW EXECUTE FUNCTION pg_temp.pwn()"
+        )
+        c.execute("GRANT ALL ON pg_temp.pgcite_calibration TO pgcite_owner")
+        questions = json.dumps(
+            [
+                {"question": "When does alpha vacuum?", "kind": "answerable"},
+                {"question": "What is the weather in Paris?", "kind": "out_of_corpus"},
+            ]
+        )
+        c.execute("SELECT * FROM rag.calibrate('alpha', %s)", (questions,)).fetchall()
+        assert c.execute("SELECT count(*) FROM pgcite_calibration").fetchone()[0] == 0
+        c.rollback()
+    assert snapshot(pg, adb) == before
+
+
+def test_writers_calling_store_version_directly_get_the_same_checks(pg, adb):
+    vec = "(SELECT ('[' || string_agg('0.1', ',') || ']')::vector FROM generate_series(1, 384))"
+    before = snapshot(pg, adb)
+    with connect(pg, adb, R["writer"]) as c:
+        for key, model, empty, chunk in (
+            ("", "sentence-transformers/all-MiniLM-L6-v2", 0, "'text'"),
+            ("k", "evil/model", 0, "'text'"),
+            ("k", "sentence-transformers/all-MiniLM-L6-v2", -5, "'text'"),
+        ):
+            sql = (
+                f"SELECT * FROM rag._store_version(current_user, 'alpha', %s, sha256('x'), 'text', NULL,"
+                f" NULL, '{{}}', %s, %s,"
+                f" ARRAY[ROW(NULL, NULL, 't', {chunk}, 1, {vec})::rag.chunk_input], NULL)"
+            )
+            assert fails(c, sql, (key, empty, model)) in ("22004", "22023")
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('max_document_bytes', '1000')")
+    try:
+        with connect(pg, adb, R["writer"]) as c:
+            sql = (
+                "SELECT * FROM rag._store_version(current_user, 'alpha', 'big', sha256('x'), 'text', NULL,"
+                f" NULL, '{{}}', 0, rag.model_name(), ARRAY[ROW(NULL, NULL, 't', repeat('x', 5000), 1, {vec})"
+                "::rag.chunk_input], NULL)"
+            )
+            assert fails(c, sql) == "54000"
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('max_document_bytes', NULL)")
+    assert snapshot(pg, adb) == before
+
+
+def test_embedding_work_is_bounded_and_stops_at_a_timeout(pg, adb):
+    with connect(pg, adb, R["reader"]) as c:
+        c.execute("SELECT rag.embed('warm up')")
+        # readers cannot run the parser or the sentence splitter through internal functions
+        for sql in (
+            "SELECT rag._parse('# x', 'markdown', 256, 32)",
+            "SELECT * FROM rag._sentence_spans('{a}')",
+        ):
+            assert fails(c, sql) == "42501"
+        too_much = ["lorem ipsum dolor sit amet " * 60] * 2000  # 3.2 MB
+        c.execute("SET statement_timeout = '2s'")
+        t0 = time.monotonic()
+        assert fails(c, "SELECT count(*) FROM rag.embed_many(%s)", (too_much[:600],)) == "57014"
+        assert time.monotonic() - t0 < 15  # stopped between slices, not after the whole batch
+        c.execute("RESET statement_timeout")
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('max_document_bytes', '100000')")
+    try:
+        with connect(pg, adb, R["reader"]) as c:
+            assert fails(c, "SELECT count(*) FROM rag.embed_many(%s)", (too_much,)) == "54000"
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('max_document_bytes', NULL)")
+
+
+def test_planner_statistics_show_no_tenant_data(pg, adb):
+    with pg.admin(adb) as a:
+        a.execute("ANALYZE rag.chunk, rag.document, rag.term, rag.ask_log, rag.tenant, rag.tenant_member")
+    with connect(pg, adb, R["reader"]) as c:
+        rows = c.execute(
+            "SELECT tablename, attname FROM pg_stats WHERE schemaname = 'rag'"
+            " AND (most_common_vals IS NOT NULL OR histogram_bounds IS NOT NULL)"
+            " AND attname IN ('tenant', 'content', 'title', 'doc_key', 'term', 'question', 'answer',"
+            " 'member_name')"
+        ).fetchall()
+        assert rows == []

@@ -56,11 +56,31 @@ def model(plpy, GD):
         )
 
 
+# Texts are embedded a slice at a time; between slices the backend gets the chance to honour a cancel
+# (statement_timeout, pg_cancel_backend, pg_terminate_backend), which it cannot do inside the model.
+CANCEL_SLICE = 32
+
+
 def embed_texts(plpy, GD, texts) -> list[str]:
-    """pgvector literals for texts (None stays None), in one batched encode."""
+    """pgvector literals for texts (None stays None), in batched encodes of CANCEL_SLICE texts. 54000 when
+    the texts together are longer than the setting max_document_bytes."""
     todo = [t for t in texts if t is not None]
-    vecs = iter(embed.encode(model(plpy, GD), todo)) if todo else iter(())
+    limit = int(float(_setting(plpy, "max_document_bytes", str(20 * 1024 * 1024))))
+    size = sum(len(t.encode("utf-8")) for t in todo)
+    if size > limit:
+        plpy.error(
+            f"{len(todo)} texts of {size} bytes in all are over the limit of {limit} bytes",
+            hint="Embed fewer texts per call, or have an admin raise the setting max_document_bytes.",
+            sqlstate="54000",
+        )
+    m = model(plpy, GD) if todo else None
+    vectors = []
+    for start in range(0, len(todo), CANCEL_SLICE):
+        if start:
+            plpy.execute("SELECT 1")  # processes pending interrupts: a cancel raises here
+        vectors.extend(embed.encode(m, todo[start : start + CANCEL_SLICE]))
     GD["embedded_texts"] = GD.get("embedded_texts", 0) + len(todo)
+    vecs = iter(vectors)
     return [None if t is None else embed.to_vector_literal(next(vecs)) for t in texts]
 
 

@@ -27,6 +27,11 @@ class FakePlpy:
         return sql
 
     def execute(self, plan, args=None):
+        if plan == "SELECT 1":  # where the backend would process a cancel
+            self.interrupt_points = getattr(self, "interrupt_points", 0) + 1
+            if getattr(self, "cancel_at", None) == self.interrupt_points:
+                raise PlpyError("canceling statement due to statement timeout", sqlstate="57014")
+            return [{"?column?": 1}]
         if args is None:  # is rag._config_text there (an updated database)?
             assert "to_regprocedure('rag._config_text(text)')" in plan
             return [{"ok": True}]
@@ -95,3 +100,23 @@ def test_parse_returns_errors_instead_of_raising():
         udf.parse(FakePlpy(), gd, "<html><body><div class='toc'>x</div></body></html>", "html", 256, 32)
     )
     assert toc["chunks"] == [] and "error" not in toc
+
+
+def test_long_embedding_work_stops_at_a_cancel_between_slices():
+    gd = {}
+    plpy = FakePlpy()
+    plpy.cancel_at = 2
+    texts = [f"text number {i}" for i in range(udf.CANCEL_SLICE * 4)]
+    with pytest.raises(PlpyError) as e:
+        udf.embed_texts(plpy, gd, texts)
+    assert e.value.kw["sqlstate"] == "57014"
+    assert gd.get("embedded_texts", 0) == 0  # nothing is reported as embedded
+    plpy = FakePlpy()
+    out = udf.embed_texts(plpy, gd, texts)
+    assert len(out) == len(texts) and plpy.interrupt_points == 3
+
+
+def test_too_much_text_to_embed_is_54000():
+    with pytest.raises(PlpyError) as e:
+        udf.embed_texts(FakePlpy({"max_document_bytes": "100"}), {}, ["x" * 60, "y" * 60])
+    assert e.value.kw["sqlstate"] == "54000"

@@ -129,3 +129,25 @@ FOR EACH ROW EXECUTE FUNCTION rag._ask_log_append_only();
 DROP TRIGGER IF EXISTS ask_log_no_truncate ON rag.ask_log;
 CREATE TRIGGER ask_log_no_truncate BEFORE TRUNCATE ON rag.ask_log
 FOR EACH STATEMENT EXECUTE FUNCTION rag._ask_log_append_only();
+
+-- No statistics on columns that carry tenant data: pg_stats shows a column's most common values and histogram
+-- to every role that may SELECT the column, whatever row level security hides, and the planner's estimates
+-- (EXPLAIN) reveal them too. Without them the planner assumes default selectivities; pgcite's own queries
+-- run on indexes led by tenant either way.
+DO $nostats$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN
+        SELECT a.attrelid::regclass AS rel, a.attname, a.attrelid, a.attnum
+        FROM pg_catalog.pg_attribute AS a
+        INNER JOIN pg_catalog.pg_class AS r ON r.oid = a.attrelid
+        WHERE r.relnamespace = 'rag'::regnamespace AND r.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+            AND a.atttypid IN ('text'::regtype, 'name'::regtype, 'jsonb'::regtype, 'bytea'::regtype,
+                'regrole'::regtype, 'text[]'::regtype, 'bigint[]'::regtype, 'regconfig'::regtype)
+    LOOP
+        EXECUTE pg_catalog.format('ALTER TABLE %s ALTER COLUMN %I SET STATISTICS 0', c.rel, c.attname);
+        DELETE FROM pg_catalog.pg_statistic AS s WHERE s.starelid = c.attrelid AND s.staattnum = c.attnum;
+    END LOOP;
+END
+$nostats$;

@@ -127,6 +127,23 @@ DECLARE
     new_id bigint;
     n integer := coalesce(pg_catalog.cardinality(p_chunks), 0);
 BEGIN
+    -- rag.ingest and rag.store_document checked their inputs, but writers may call this function directly
+    PERFORM rag._check_document(p_doc_key, 'x');
+    IF coalesce((SELECT sum(pg_catalog.octet_length(c.content)) FROM pg_catalog.unnest(p_chunks) AS c), 0)
+        > rag._setting('max_document_bytes', 20 * 1024 * 1024) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('document "%s" is over the limit of %s bytes', p_doc_key,
+                rag._setting('max_document_bytes', 20 * 1024 * 1024)),
+            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
+    END IF;
+    IF p_model IS DISTINCT FROM rag.model_name() OR pg_catalog.octet_length(p_hash) IS DISTINCT FROM 32
+        OR coalesce(p_empty_sections, 0) < 0
+        OR EXISTS (SELECT FROM pg_catalog.unnest(p_chunks) AS c WHERE c.token_count < 0) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'the model must be the setting model, the hash a sha256, and counts not negative';
+    END IF;
     PERFORM rag._check_chunks(p_chunks);
     PERFORM rag._check_sentences(p_chunks, p_sentences);
     PERFORM rag._lock_document(p_caller, p_tenant, p_doc_key, p_hash);

@@ -3,6 +3,23 @@
 -- lowest cost, where a wrong answer costs false_answer_cost (default 2) wrong abstentions (ties: fewer wrong
 -- answers, then the higher threshold), reported with the overlap.
 
+-- The calibration table rag.calibrate decides from, as rows (kept as a JSON array while it is built).
+CREATE OR REPLACE FUNCTION rag._calibration_rows(p_rows jsonb)
+RETURNS TABLE (
+    ord integer, id text, kind text, answerable boolean, score float8, similarity float8, coverage float8,
+    sentence float8, names float8, top_anchor text, expected_in_top_k boolean
+)
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT * FROM pg_catalog.jsonb_to_recordset(p_rows) AS c (
+        ord integer, id text, kind text, answerable boolean, score float8, similarity float8, coverage float8,
+        sentence float8, names float8, top_anchor text, expected_in_top_k boolean
+    )
+$fn$;
+COMMENT ON FUNCTION rag._calibration_rows(jsonb) IS 'Internal: rag.calibrate''s table, from its JSON rows.';
+
 CREATE OR REPLACE FUNCTION rag._calibrate(
     p_caller name, tenant text, questions jsonb, false_answer_cost float8
 )
@@ -18,6 +35,9 @@ AS $fn$
 DECLARE
     t rag.tenant := rag._authorize(p_caller, _calibrate.tenant, 'admin');
     params jsonb := rag._params();
+    -- the rows decided from: a local value, never a temporary table (a caller's own temporary table of the
+    -- same name, with a trigger, would run the caller's code with this function's rights)
+    rows_so_far jsonb := '[]';
     q jsonb;
     p record;
     r record;
@@ -60,27 +80,24 @@ BEGIN
     END IF;
     n := pg_catalog.jsonb_array_length(_calibrate.questions);
 
-    CREATE TEMP TABLE IF NOT EXISTS pg_temp.pgcite_calibration (
-        ord integer, id text, kind text, answerable boolean, score float8, similarity float8, coverage float8,
-        sentence float8, names float8, top_anchor text, expected_in_top_k boolean
-    ) ON COMMIT DROP;
-    TRUNCATE pg_temp.pgcite_calibration;
 
     FOR q IN SELECT e FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e LOOP
         i := i + 1;
         p := rag._prepare_question(q ->> 'question', _calibrate.tenant, 5, NULL, params);
         SELECT * INTO r FROM rag._answer(q ->> 'question', p.corrected, _calibrate.tenant, 5, p.qemb, '{}', params);
-        INSERT INTO pg_temp.pgcite_calibration
-        SELECT i, coalesce(q ->> 'id', i::text), q ->> 'kind', q ->> 'kind' <> 'out_of_corpus',
-            (r.evidence -> 'gate' -> 'signals' ->> 'score')::float8,
-            (r.evidence -> 'gate' -> 'signals' ->> 'similarity')::float8,
-            (r.evidence -> 'gate' -> 'signals' ->> 'coverage')::float8,
-            (r.evidence -> 'gate' -> 'signals' ->> 'sentence')::float8,
-            (r.evidence -> 'gate' -> 'signals' ->> 'names')::float8,
-            r.evidence -> 'chunks' -> 0 ->> 'anchor',
-            EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(r.evidence -> 'chunks') AS c,
-                        pg_catalog.jsonb_array_elements_text(coalesce(q -> 'expect', '[]')) AS a
-                    WHERE c ->> 'anchor' = a);
+        rows_so_far := rows_so_far || pg_catalog.jsonb_build_object(
+            'ord', i, 'id', coalesce(q ->> 'id', i::text), 'kind', q ->> 'kind',
+            'answerable', q ->> 'kind' <> 'out_of_corpus',
+            'score', r.evidence -> 'gate' -> 'signals' -> 'score',
+            'similarity', r.evidence -> 'gate' -> 'signals' -> 'similarity',
+            'coverage', r.evidence -> 'gate' -> 'signals' -> 'coverage',
+            'sentence', r.evidence -> 'gate' -> 'signals' -> 'sentence',
+            'names', r.evidence -> 'gate' -> 'signals' -> 'names',
+            'top_anchor', r.evidence -> 'chunks' -> 0 -> 'anchor',
+            'expected_in_top_k', EXISTS (
+                SELECT FROM pg_catalog.jsonb_array_elements(r.evidence -> 'chunks') AS c,
+                    pg_catalog.jsonb_array_elements_text(coalesce(q -> 'expect', '[]')) AS a
+                WHERE c ->> 'anchor' = a));
         IF i % 10 = 0 OR i = n THEN
             RAISE NOTICE 'calibrate: % of % questions', i, n;
         END IF;
@@ -88,7 +105,7 @@ BEGIN
 
     SELECT min(c.score) FILTER (WHERE c.answerable), max(c.score) FILTER (WHERE NOT c.answerable)
     INTO min_answerable, max_unanswerable
-    FROM pg_temp.pgcite_calibration AS c;
+    FROM rag._calibration_rows(rows_so_far) AS c;
 
     IF min_answerable > max_unanswerable THEN
         threshold := (min_answerable + max_unanswerable) / 2;
@@ -98,14 +115,14 @@ BEGIN
         INTO best
         FROM (
             SELECT x.th,
-                (SELECT count(*) FROM pg_temp.pgcite_calibration AS c
+                (SELECT count(*) FROM rag._calibration_rows(rows_so_far) AS c
                  WHERE c.answerable AND c.score < x.th) AS fa,
-                (SELECT count(*) FROM pg_temp.pgcite_calibration AS c
+                (SELECT count(*) FROM rag._calibration_rows(rows_so_far) AS c
                  WHERE NOT c.answerable AND c.score >= x.th) AS fn
             FROM (
                 SELECT (s.score + coalesce(pg_catalog.lead(s.score) OVER (ORDER BY s.score), s.score + 0.001)) / 2
                     AS th
-                FROM (SELECT DISTINCT c.score FROM pg_temp.pgcite_calibration AS c) AS s
+                FROM (SELECT DISTINCT c.score FROM rag._calibration_rows(rows_so_far) AS c) AS s
             ) AS x
         ) AS y
         ORDER BY y.fa + _calibrate.false_answer_cost * y.fn, y.fn, y.th DESC
@@ -118,12 +135,12 @@ BEGIN
         'min_score', threshold,
         'separable', min_answerable > max_unanswerable,
         'gap', round((min_answerable - max_unanswerable)::numeric, 6),
-        'false_abstain', (SELECT count(*) FROM pg_temp.pgcite_calibration AS c WHERE c.answerable AND c.score < threshold),
+        'false_abstain', (SELECT count(*) FROM rag._calibration_rows(rows_so_far) AS c WHERE c.answerable AND c.score < threshold),
         'false_answer',
-        (SELECT count(*) FROM pg_temp.pgcite_calibration AS c WHERE NOT c.answerable AND c.score >= threshold),
+        (SELECT count(*) FROM rag._calibration_rows(rows_so_far) AS c WHERE NOT c.answerable AND c.score >= threshold),
         'questions', n,
         'false_answer_cost', _calibrate.false_answer_cost,
-        'calibrated_on', (SELECT pg_catalog.jsonb_agg(c.id ORDER BY c.ord) FROM pg_temp.pgcite_calibration AS c),
+        'calibrated_on', (SELECT pg_catalog.jsonb_agg(c.id ORDER BY c.ord) FROM rag._calibration_rows(rows_so_far) AS c),
         'calibrated_at', pg_catalog.now(),
         'calibrated_by', p_caller
     );
@@ -146,7 +163,7 @@ BEGIN
     RETURN QUERY
     SELECT c.id, c.kind, c.answerable, c.score, c.similarity, c.coverage, c.sentence, c.names, c.top_anchor,
         c.expected_in_top_k, c.score >= threshold
-    FROM pg_temp.pgcite_calibration AS c
+    FROM rag._calibration_rows(rows_so_far) AS c
     ORDER BY c.ord;
 END
 $fn$;

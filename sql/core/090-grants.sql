@@ -2,7 +2,8 @@
 -- * SECURITY DEFINER functions belong to pgcite_owner (NOLOGIN, not a superuser, owner of the tables) and may
 --   be executed by the role their public wrapper is for: readers, writers or admins. Each checks its caller.
 -- * Every other internal function is revoked from PUBLIC and granted to pgcite_owner (which runs them inside
---   the SECURITY DEFINER functions) and to pgcite_reader (rag.ingest runs some of them as its caller).
+--   the SECURITY DEFINER functions) and to the role that runs it as itself: pgcite_reader for the few that
+--   row level security, rag.correct_question and rag.embed need, pgcite_writer for rag.ingest's.
 -- pgcite_python calls this again for the functions it adds.
 CREATE OR REPLACE FUNCTION rag._apply_grants()
 RETURNS integer
@@ -32,7 +33,14 @@ BEGIN
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
         ELSE
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, pgcite_reader', f.sig);
+            -- readers: what row level security, rag.correct_question and rag.embed run as the reader;
+            -- writers: what rag.ingest runs as the writer (parsing, chunking: CPU in proportion to input)
+            grantee := CASE
+                WHEN f.proname IN ('_my_tenants', '_config_text', '_settings_catalog', '_params',
+                    '_correct_question', '_common_words', '_python_init') THEN 'pgcite_reader'
+                ELSE 'pgcite_writer'
+            END;
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, %I', f.sig, grantee);
         END IF;
         n := n + 1;
     END LOOP;
@@ -42,7 +50,7 @@ $fn$;
 REVOKE ALL ON FUNCTION rag._apply_grants() FROM PUBLIC;
 COMMENT ON FUNCTION rag._apply_grants() IS
 'Internal: revokes rag._* functions from PUBLIC, gives SECURITY DEFINER ones to pgcite_owner and grants them to '
-'the role of their wrapper; other internals to pgcite_owner and pgcite_reader.';
+'the role of their wrapper; other internals to pgcite_owner and the role that runs them as itself.';
 
 SELECT rag._apply_grants();
 
