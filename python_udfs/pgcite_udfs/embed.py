@@ -29,6 +29,7 @@ from pathlib import Path
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIM = 384
 BATCH_SIZE = 32
+MAX_BATCH_TOKENS = 2048
 # Bumped whenever onnx_export.py writes something different; an export of another format is not used.
 ONNX_FORMAT = 1
 ONNX_FILE = "model.onnx"
@@ -126,9 +127,14 @@ class OnnxModel:
         encodings = self.tokenizer.encode_batch(list(texts))
         # longest first (as sentence-transformers does), so each batch pads to a similar length
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
-        for start in range(0, len(order), max(1, batch_size)):
-            idx = order[start : start + batch_size]
-            width = len(encodings[idx[0]].ids)
+        start = 0
+        while start < len(order):
+            width = len(encodings[order[start]].ids)
+            # at most batch_size texts and MAX_BATCH_TOKENS padded word pieces per run: onnxruntime's arena
+            # keeps its peak, and 32 texts of 256 pieces would leave a backend at ~450 MB instead of ~240
+            count = max(1, min(batch_size, MAX_BATCH_TOKENS // width))
+            idx = order[start : start + count]
+            start += count
             ids = np.full((len(idx), width), self.pad_id, dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
             types = np.zeros((len(idx), width), dtype=np.int64)

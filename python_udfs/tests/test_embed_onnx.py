@@ -90,6 +90,11 @@ def test_batching_and_length_sort_keep_the_input_order(onnx_model):
     assert np.allclose(whole, alone, atol=1e-5) and np.allclose(small, alone, atol=1e-5)
     rev = embed.encode(onnx_model, TEXTS[::-1])
     assert np.allclose(rev[::-1], whole, atol=1e-5)
+    # more long texts than one run of MAX_BATCH_TOKENS holds, between short ones
+    mixed = [f"{i} {LONG}" if i % 2 else f"question {i}?" for i in range(24)]
+    ours = embed.encode(onnx_model, mixed)
+    alone = np.stack([embed.encode(onnx_model, [t])[0] for t in mixed])
+    assert np.allclose(ours, alone, atol=1e-5)
 
 
 def test_no_texts_is_an_empty_array(onnx_model):
@@ -154,7 +159,10 @@ chunks = json.loads(udf.parse(Plpy(), gd, "# Title\n\nSome text.\n", "auto", 256
 HEAVY = ("torch", "sentence_transformers", "transformers")
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
 backend = embed.backend(gd["model"])
-print(json.dumps({"backend": backend, "heavy": heavy, "n": len(vecs), "chunks": len(chunks)}))
+embed.encode(gd["model"], [("word " * 300) + str(i) for i in range(64)])  # 64 texts of 256 word pieces
+peak = [int(line.split()[1]) // 1024 for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+result = {"backend": backend, "heavy": heavy, "n": len(vecs), "chunks": len(chunks), "peak_mb": peak}
+print(json.dumps(result))
 """
 
 
@@ -165,4 +173,7 @@ def test_the_onnx_path_never_imports_torch(onnx_dir):
         [sys.executable, "-c", NO_TORCH], capture_output=True, text=True, env=env, check=True, timeout=120
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
+    peak = result.pop("peak_mb")
     assert result == {"backend": "onnx", "heavy": [], "n": 3, "chunks": 1}
+    # the issue's bound for a backend, after a batch of chunk-sized texts (~240 MB measured)
+    assert peak <= 350, f"peak RSS {peak} MB"
