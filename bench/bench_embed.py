@@ -231,7 +231,8 @@ def main() -> None:
         def get(name, key=key):
             return full[name][key[0]][key[1]] if isinstance(key, tuple) else full[name][key]
 
-        line = f"{label:42}" + "".join(f"{fmt.format(get(n)):>12}" for n in names)
+        cells = ["reference" if higher_better is None and n == "torch" else fmt.format(get(n)) for n in names]
+        line = f"{label:42}" + "".join(f"{c:>12}" for c in cells)
         for n in others:
             if higher_better is None:
                 line += f"{'':>18}"
