@@ -8,8 +8,8 @@ Two backends compute the same vectors (cosine >= 0.9999 per text, tested):
 - ``onnx`` (the default): the transformer exported once at setup time (onnx_export.py) into
   ``onnx_dir()``, run by onnxruntime with the word pieces of the ``tokenizers`` package, then mean pooling
   over the attention mask and L2 normalisation, which is what SentenceTransformer does for this model.
-  Neither torch nor sentence_transformers is imported: a backend's first embedding costs well under a
-  second and under 200 MB instead of ~7 s and ~500 MB.
+  Neither torch nor sentence_transformers is imported: a backend's first embedding costs ~0.5-1 s and
+  ~190 MB RSS (~270 MB after batches of chunks) instead of ~7 s and ~500-750 MB (bench/bench_embed.py).
 - ``torch``: sentence-transformers itself, only as a fallback while no current export exists (a venv
   built before the export step, an export made from another model version). The export needs torch and
   transformers anyway, so the fallback costs no extra package; the tests use it as the reference.
