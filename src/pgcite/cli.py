@@ -227,8 +227,6 @@ def cmd_tenant(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def cmd_ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with _client(args) as client:
-        if args.threads:
-            client.configure(torch_threads=args.threads)
         if args.create_tenant:
             client.create_tenant(args.tenant)
 
@@ -506,13 +504,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--root", help="make doc_keys relative to this directory")
     p.add_argument("--source-url-prefix", metavar="URL", help="source_url = URL + doc_key")
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=0,
-        help="torch threads for this ingest's embeddings (default: pgcite.torch_threads, 1); keep threads x "
-        "concurrent embedding sessions <= cores",
-    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--verbose", "-v", action="store_true", help="also list every document")
     p.add_argument("--no-progress", action="store_true")

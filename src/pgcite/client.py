@@ -292,10 +292,12 @@ class Client:
         return dict(rows[0]["gate"] or {}) if rows else {}
 
     # ------------------------------------------------------------------ documents
-    def configure(self, **settings: str | int | float) -> None:
-        """Sets pgcite.* settings for this session, e.g. configure(torch_threads=2) before embedding."""
+    def configure(self, **settings: str | int | float | None) -> None:
+        """Sets pgcite settings for the whole database with rag.set_config (needs pgcite_admin; `model` and
+        `python_path` a superuser), e.g. configure(torch_threads=2); None restores the default. Settings are
+        never per session: they shape answers and choose code, so no session may pick its own."""
         for name, value in settings.items():
-            self._conn.execute("SELECT set_config(%s, %s, false)", (f"pgcite.{name}", str(value)))
+            self._conn.execute("SELECT rag.set_config(%s, %s)", (name, None if value is None else str(value)))
 
     def ingest(
         self,

@@ -58,7 +58,7 @@ class NotReady(PgciteError):
 
 
 class PythonEnvironmentMissing(PgciteError):
-    """PC001: the DB-side Python environment (pgcite.python_path) is missing."""
+    """PC001: the DB-side Python environment (setting python_path) is missing."""
 
 
 class ModelUnavailable(PgciteError):
