@@ -210,6 +210,7 @@ def test_a_role_without_grants_cannot_block_asks_or_ingests(pg, adb):
         n.execute("SELECT pg_advisory_lock(hashtextextended('rag.ask_log:alpha', 7411))")
         n.execute("SELECT pg_advisory_lock(hashtextextended('alpha' || chr(31) || 'a.md', 7411))")
         with connect(pg, adb, R["writer"]) as w:
+            w.execute("SELECT rag.embed('warm up: a backend loads the model on its first embedding')")
             w.execute("SET statement_timeout = '20s'")
             assert w.execute("SELECT status FROM rag.ask('When does alpha vacuum?', 'alpha')").fetchone()[0]
             row = w.execute("SELECT status FROM rag.ingest('alpha', 'a.md', %s)", (ALPHA_DOC,)).fetchone()

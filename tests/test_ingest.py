@@ -105,7 +105,12 @@ def test_changed_document_new_version_reuses_embeddings(conn):
     embedded = embedded_texts(conn)
     second = ingest(conn, "chg", "doc.md", md.replace("Beta text about indexes.", "Beta text about B-trees."))
     assert second[1:4] == (2, "updated", 3)
-    assert embedded_texts(conn) == embedded + 1  # only the changed section was embedded
+    # only the changed section was embedded: its chunk text and its sentences (stored for choosing quotes)
+    changed = conn.execute(
+        "SELECT count(*) FROM rag.sentence s JOIN rag.chunk c USING (chunk_id)"
+        " WHERE c.tenant = 'chg' AND c.doc_version = 2 AND c.content LIKE '%B-trees%'"
+    ).fetchone()[0]
+    assert changed >= 1 and embedded_texts(conn) == embedded + 1 + changed
     rows = conn.execute(
         "SELECT chunk_id, doc_version, retired_at IS NOT NULL, content FROM rag.chunk WHERE tenant = 'chg'"
         " ORDER BY chunk_id"

@@ -21,7 +21,9 @@ BEGIN
         WHERE p.pronamespace = 'rag'::regnamespace AND p.proname LIKE '\_%' AND p.prokind = 'f'
             AND p.prorettype <> 'trigger'::regtype AND p.proname <> '_apply_grants'
     LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f.sig);
+        -- revoke everything first, so the ACL is the same after an upgrade as after a fresh install
+        EXECUTE pg_catalog.format(
+            'REVOKE ALL ON FUNCTION %s FROM PUBLIC, pgcite_reader, pgcite_writer, pgcite_admin, pgcite_owner', f.sig);
         IF f.prosecdef THEN
             EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO pgcite_owner', f.sig);
             grantee := CASE

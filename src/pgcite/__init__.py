@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from .client import AsyncClient, Client, resolve_dsn
 from .errors import (
     ERROR_CODES,
+    Canceled,
     ConnectionFailed,
     InvalidParameter,
     LimitExceeded,
@@ -33,6 +34,7 @@ __all__ = [
     "AsyncClient",
     "Citation",
     "Client",
+    "Canceled",
     "ConnectionFailed",
     "IngestResult",
     "InvalidParameter",

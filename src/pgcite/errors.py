@@ -50,7 +50,7 @@ class InvalidParameter(PgciteError):
 
 
 class LimitExceeded(PgciteError):
-    """54000: a question over 4000 characters, a document over pgcite.max_document_bytes."""
+    """54000: a question over 4000 characters, a document over the setting max_document_bytes."""
 
 
 class NotReady(PgciteError):
@@ -63,6 +63,10 @@ class PythonEnvironmentMissing(PgciteError):
 
 class ModelUnavailable(PgciteError):
     """PC002: the embedding model cannot be loaded inside PostgreSQL."""
+
+
+class Canceled(PgciteError):
+    """57014: the statement was cancelled (statement_timeout, pg_cancel_backend) while pgcite worked."""
 
 
 class ConnectionFailed(PgciteError):
@@ -107,6 +111,9 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "object_not_in_prerequisite_state",
         NotReady,
         "no pgcite_python and no query_embedding given, or the tenant is embedded with another model",
+    ),
+    "57014": ErrorCode(
+        "query_canceled", Canceled, "cancelled by statement_timeout or pg_cancel_backend while pgcite worked"
     ),
     "PC001": ErrorCode(
         "pgcite_python_environment_missing",
