@@ -148,8 +148,10 @@ import json, sys
 from pgcite_udfs import embed, udf
 
 class Plpy:
-    def execute(self, sql):
-        return [{"v": None}]
+    def prepare(self, sql, types):
+        return sql
+    def execute(self, sql, args=None):
+        return [{"v": None, "ok": True}]
     def error(self, message, **kw):
         raise RuntimeError(message)
 
