@@ -5,7 +5,7 @@ RETURNS public.vector(384)
 LANGUAGE plpython3u
 STABLE
 STRICT
-PARALLEL RESTRICTED
+PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 if "pgcite_site" not in GD:
@@ -13,6 +13,8 @@ if "pgcite_site" not in GD:
 from pgcite_udfs import udf
 return udf.embed_texts(plpy, GD, [content])[0]
 $fn$;
+-- PARALLEL UNSAFE: it runs queries (settings, cancellation points), which PL/Python wraps in
+-- subtransactions, and no subtransaction may start while a parallel plan runs.
 COMMENT ON FUNCTION rag.embed(text) IS
 'The all-MiniLM-L6-v2 embedding (384 dims, normalised) of a text, computed in this backend. '
 'Use rag.embed_many for many texts: one batched call is much faster than one call per row.';

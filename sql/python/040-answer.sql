@@ -3,6 +3,9 @@
 -- (rag._sentence_scores). Chunks stored before 0.3.0 have no sentence rows: rag._sentence_vectors splits and
 -- embeds their sentences at ask time.
 
+-- 0.2.0 scored sentences in Python (rag._score_sentences); they are scored in SQL now.
+DROP FUNCTION IF EXISTS rag._score_sentences(text, public.vector, jsonb);
+
 CREATE OR REPLACE FUNCTION rag._sentence_spans(contents text[])
 RETURNS TABLE (chunk_ord integer, start_pos integer, end_pos integer)
 LANGUAGE plpython3u
