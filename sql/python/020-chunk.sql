@@ -122,9 +122,9 @@ COMMENT ON FUNCTION rag.chunk_text(text, integer, integer) IS
 'Plain text in windows of max_tokens MiniLM word pieces (at most 256) overlapping by overlap word pieces.';
 
 -- Chunking costs CPU in proportion to its input: it is for the roles that ingest.
-REVOKE ALL ON FUNCTION rag.chunk_html(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION rag.chunk_markdown(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION rag.chunk_text(text, integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.chunk_html(text) FROM PUBLIC, pgcite_reader;
+REVOKE ALL ON FUNCTION rag.chunk_markdown(text) FROM PUBLIC, pgcite_reader;
+REVOKE ALL ON FUNCTION rag.chunk_text(text, integer, integer) FROM PUBLIC, pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.chunk_html(text) TO pgcite_writer;
 GRANT EXECUTE ON FUNCTION rag.chunk_markdown(text) TO pgcite_writer;
 GRANT EXECUTE ON FUNCTION rag.chunk_text(text, integer, integer) TO pgcite_writer;
