@@ -224,13 +224,26 @@ COMMENT ON FUNCTION rag._config_text(text) IS
 -- All numeric settings that shape an answer, as one JSON object (read once per call, logged with every ask).
 CREATE OR REPLACE FUNCTION rag._params()
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT pg_catalog.jsonb_object_agg(c.name, rag._config_text(c.name)::float8)
+DECLARE
+    params jsonb;
+BEGIN
+    -- one query for all of them; rag._config_text (which refuses a differing parameter) only for the
+    -- settings that have a pgcite.* parameter at all
+    SELECT pg_catalog.jsonb_object_agg(c.name, coalesce(x.value, c.default_value)::float8)
+    INTO params
     FROM rag._settings_catalog() AS c
-    WHERE c.in_answer
+    LEFT JOIN rag.config AS x ON c.name = x.name
+    WHERE c.in_answer;
+    IF EXISTS (SELECT FROM rag._settings_catalog() AS c
+               WHERE c.in_answer AND coalesce(pg_catalog.current_setting('pgcite.' || c.name, true), '') <> '') THEN
+        PERFORM rag._config_text(c.name) FROM rag._settings_catalog() AS c WHERE c.in_answer;
+    END IF;
+    RETURN params;
+END
 $fn$;
 COMMENT ON FUNCTION rag._params() IS 'Internal: the settings that shape an answer, {name: number}.';
 
