@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 import time
+import tomllib
+from pathlib import Path
 
 import lxml.html
+import pgcite_udfs
 import pytest
 from pgcite_udfs.chunking import (
     Chunk,
@@ -648,3 +651,10 @@ def test_markdown_html_comments_are_not_content():
     assert "Reads data  from the file." in body
     assert "<!-- kept: this is code -->" in body
     assert res.empty_sections == ["only-a-comment"]
+
+
+def test_every_subpackage_is_packaged():
+    root = Path(pgcite_udfs.__file__).parent
+    packages = tomllib.loads((root.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = sorted(".".join(p.parent.relative_to(root.parent).parts) for p in root.rglob("__init__.py"))
+    assert sorted(packages) == found

@@ -1,0 +1,49 @@
+"""Plain text: windows of the token budget that overlap."""
+
+from __future__ import annotations
+
+from .result import Chunk, ParseResult
+from .sections import content_budget
+from .split import WORD_RE, split_chars
+from .tokens import Counter
+
+
+def chunk_text(text: str, max_tokens: int = 256, overlap: int = 32, count_tokens=None) -> ParseResult:
+    """Token windows of the content budget with ``overlap`` tokens of overlap, broken at whitespace."""
+    count = count_tokens if isinstance(count_tokens, Counter) else Counter(count_tokens)
+    result = ParseResult(format="text")
+    words = [m.span() for m in WORD_RE.finditer(text)]
+    if not words:
+        return result
+    result.sections_found = 1
+    budget = content_budget(max_tokens, "", count)
+    overlap = max(0, min(overlap, budget // 2))
+    costs = [count(text[s:e]) for s, e in words]
+    contents: list[str] = []
+    n = len(words)
+    i = 0
+    while i < n:
+        if costs[i] > budget:
+            contents.extend(split_chars(text[words[i][0] : words[i][1]], budget, count))
+            i += 1
+            continue
+        j = i
+        cost = 0
+        while j < n and cost + costs[j] <= budget:
+            cost += costs[j]
+            j += 1
+        piece = text[words[i][0] : words[j - 1][1]]
+        while j - 1 > i and count(piece) > budget:  # non-additive counter
+            j -= 1
+            piece = text[words[i][0] : words[j - 1][1]]
+        contents.append(piece)
+        if j >= n:
+            break
+        k = j
+        ov = 0
+        while k - 1 > i and ov + costs[k - 1] <= overlap:
+            k -= 1
+            ov += costs[k]
+        i = k
+    result.chunks = [Chunk(idx, None, "", "", c, count(c)) for idx, c in enumerate(contents)]
+    return result
