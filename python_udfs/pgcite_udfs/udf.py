@@ -76,18 +76,33 @@ def common_words(plpy, GD, words) -> list[str]:
     return english.common_words(vocabulary, words or [])
 
 
+def _max_document_bytes(plpy, default: int) -> int:
+    value = _setting(plpy, "pgcite.max_document_bytes", str(default))
+    try:
+        return round(float(value))
+    except (ValueError, OverflowError):
+        plpy.error(f'setting pgcite.max_document_bytes must be a number, not "{value}"', sqlstate="22023")
+
+
 def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
     """rag._parse: JSON {format, title, sections_found, empty_sections, chunks: [...]} or {error: {...}}."""
-    from .chunking import InputError
+    from .chunking import MAX_DOCUMENT_BYTES, InputError
     from .chunking import parse as parse_document
 
+    max_bytes = _max_document_bytes(plpy, MAX_DOCUMENT_BYTES)
     try:
         counter = _token_counter(GD)
     except ImportError as e:
         plpy.error(f"pgcite_python: cannot load the tokenizer ({e})", hint=SETUP_HINT, sqlstate=ENV_MISSING)
     try:
         result = parse_document(
-            body, fmt, max_tokens=max_tokens, overlap=overlap, count_tokens=counter, allow_empty=True
+            body,
+            fmt,
+            max_tokens=max_tokens,
+            overlap=overlap,
+            count_tokens=counter,
+            allow_empty=True,
+            max_bytes=max_bytes,
         )
     except InputError as e:
         # returned, not raised: rag._parsed raises it from PL/pgSQL with a clean message

@@ -11,6 +11,7 @@ import lxml.html
 import pgcite_udfs
 import pytest
 from pgcite_udfs.chunking import (
+    MAX_DOCUMENT_BYTES,
     Chunk,
     InputError,
     ParseResult,
@@ -581,6 +582,27 @@ def test_input_errors():
     assert isinstance(InputError("x"), ValueError)
     err = InputError("m", sqlstate="22P02", hint="h", detail="d")
     assert (err.message, err.sqlstate, err.hint, err.detail, str(err)) == ("m", "22P02", "h", "d", "m")
+
+
+def test_size_limit():
+    assert MAX_DOCUMENT_BYTES == 20 * 1024 * 1024  # the default of the setting pgcite.max_document_bytes
+    body = "word " * (MAX_DOCUMENT_BYTES // 5) + "x"
+    with pytest.raises(InputError) as ei:
+        parse(body)
+    e = ei.value
+    assert e.sqlstate == "54000" and e.hint
+    limit = MAX_DOCUMENT_BYTES
+    assert e.message == f"document is {limit + 1} bytes, over the limit of {limit} bytes"
+    # bytes of UTF-8, not characters; the limit itself is allowed
+    assert parse("\u00e9" * 5, max_bytes=10).chunks
+    with pytest.raises(InputError) as ei:
+        parse("\u00e9" * 6, max_bytes=11)
+    assert ei.value.sqlstate == "54000" and "12 bytes" in ei.value.message
+    for chunk in (chunk_html, chunk_markdown, chunk_text):
+        assert chunk("ten bytes.", max_bytes=10).chunks
+        with pytest.raises(InputError) as ei:
+            chunk("ten bytes..", max_bytes=10)
+        assert ei.value.sqlstate == "54000"
 
 
 def test_tolerated_inputs():

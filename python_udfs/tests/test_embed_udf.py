@@ -89,3 +89,16 @@ def test_parse_returns_errors_instead_of_raising():
         udf.parse(FakePlpy(), gd, "<html><body><div class='toc'>x</div></body></html>", "html", 256, 32)
     )
     assert toc["chunks"] == [] and "error" not in toc
+
+
+def test_parse_limit_is_the_setting_max_document_bytes():
+    gd = {}
+    small = FakePlpy({"pgcite.max_document_bytes": "16"})
+    over = json.loads(udf.parse(small, gd, "seventeen bytes!!", "text", 256, 32))
+    assert over["error"]["sqlstate"] == "54000"
+    assert "17 bytes" in over["error"]["message"] and "16 bytes" in over["error"]["message"]
+    assert "pgcite.max_document_bytes" in over["error"]["hint"]
+    assert json.loads(udf.parse(small, gd, "sixteen bytes!!!", "text", 256, 32))["chunks"]
+    with pytest.raises(PlpyError) as e:
+        udf.parse(FakePlpy({"pgcite.max_document_bytes": "lots"}), gd, "text", "text", 256, 32)
+    assert e.value.kw["sqlstate"] == "22023"

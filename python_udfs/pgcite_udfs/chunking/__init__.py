@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .detect import detect_format
 from .document import parse
-from .errors import InputError
+from .errors import MAX_DOCUMENT_BYTES, InputError
 from .html import chunk_html
 from .markdown import chunk_markdown
 from .result import Chunk, ParseResult
@@ -33,6 +33,7 @@ CHUNKER_VERSION = 2
 __all__ = [
     "Chunk",
     "InputError",
+    "MAX_DOCUMENT_BYTES",
     "ParseResult",
     "chunk_html",
     "chunk_markdown",

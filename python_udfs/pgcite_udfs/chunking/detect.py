@@ -41,9 +41,12 @@ def _strip_fenced(text: str) -> str:
     return "\n".join(out)
 
 
+SAMPLE_CHARS = 200_000
+
+
 def detect_format(body: str) -> str:
-    """Guess 'html', 'markdown' or 'text'."""
-    sample = body[:200_000]
+    """Guess 'html', 'markdown' or 'text' from the first SAMPLE_CHARS characters (so any size of body)."""
+    sample = body[:SAMPLE_CHARS]
     head = sample[:4096]
     if _HTML_DOC_RE.search(head):
         return "html"

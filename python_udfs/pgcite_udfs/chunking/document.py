@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from .detect import ANY_TAG_RE, detect_format
-from .errors import InputError
+from .detect import ANY_TAG_RE, SAMPLE_CHARS, detect_format
+from .errors import MAX_DOCUMENT_BYTES, InputError, check_size
 from .html import chunk_html
 from .markdown import chunk_markdown
 from .result import ParseResult
@@ -24,17 +24,20 @@ def parse(
     overlap: int = 32,
     count_tokens=None,
     allow_empty: bool = False,
+    max_bytes: int = MAX_DOCUMENT_BYTES,
 ) -> ParseResult:
     """Validate ``body`` and chunk it in format ``fmt`` ('auto' detects it).
 
     A document whose sections are all empty (a table of contents, navigation only) raises InputError, or
-    with ``allow_empty`` comes back with no chunks and its sections listed in ``empty_sections``.
+    with ``allow_empty`` comes back with no chunks and its sections listed in ``empty_sections``. A body
+    over ``max_bytes`` bytes of UTF-8 raises InputError 54000 (program_limit_exceeded).
     """
     if body is None or not isinstance(body, str) or not body.strip():
         raise InputError(
             "document body is empty",
             hint="Pass the document text (HTML, Markdown or plain text).",
         )
+    check_size(body, max_bytes)
     name = (fmt or "auto").strip().lower()
     if name not in ("auto", *FORMATS):
         raise InputError(
@@ -62,18 +65,18 @@ def parse(
     detected = detect_format(body)
     if name == "auto":
         name = detected
-    elif name == "html" and detected != "html" and not ANY_TAG_RE.search(body[:200_000]):
+    elif name == "html" and detected != "html" and not ANY_TAG_RE.search(body[:SAMPLE_CHARS]):
         raise InputError(
             "document declared as html contains no HTML markup",
             hint=f"Use format 'auto' or the right format (it looks like {detected}).",
         )
     count = Counter(count_tokens)
     if name == "html":
-        result = chunk_html(body, max_tokens, count)
+        result = chunk_html(body, max_tokens, count, max_bytes=max_bytes)
     elif name == "markdown":
-        result = chunk_markdown(body, max_tokens, count)
+        result = chunk_markdown(body, max_tokens, count, max_bytes=max_bytes)
     else:
-        result = chunk_text(body, max_tokens, overlap, count)
+        result = chunk_text(body, max_tokens, overlap, count, max_bytes=max_bytes)
     if not result.chunks and not allow_empty:
         raise InputError(
             "document has no text content",

@@ -1,6 +1,9 @@
-"""The error the chunker raises for input it refuses."""
+"""The error the chunker raises for input it refuses, and the size limit on input."""
 
 from __future__ import annotations
+
+# The default largest document, in bytes of UTF-8: the default of the setting pgcite.max_document_bytes.
+MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
 
 
 class InputError(ValueError):
@@ -19,3 +22,15 @@ class InputError(ValueError):
         self.sqlstate = sqlstate
         self.hint = hint
         self.detail = detail
+
+
+def check_size(body: str, max_bytes: int) -> None:
+    """InputError 54000 (program_limit_exceeded) when body is over max_bytes bytes of UTF-8."""
+    size = len(body) if body.isascii() else len(body.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InputError(
+            f"document is {size} bytes, over the limit of {max_bytes} bytes",
+            sqlstate="54000",
+            hint="Split the document, or raise the limit (in PostgreSQL the setting "
+            "pgcite.max_document_bytes).",
+        )

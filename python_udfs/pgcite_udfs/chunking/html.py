@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import InputError
+from .errors import MAX_DOCUMENT_BYTES, InputError, check_size
 from .html_render import HEADINGS, Heading, Renderer, classes, is_section
 from .result import ParseResult
 from .sections import Section, Slugger, build_chunks, norm
@@ -116,8 +116,14 @@ def _html_sections_generic(body, doc_title: str | None) -> list[Section]:
     return sections
 
 
-def chunk_html(html: str, max_tokens: int = 256, count_tokens=None) -> ParseResult:
-    """Chunk an HTML document: one chunk (or several parts) per section."""
+def chunk_html(
+    html: str, max_tokens: int = 256, count_tokens=None, *, max_bytes: int = MAX_DOCUMENT_BYTES
+) -> ParseResult:
+    """Chunk an HTML document: one chunk (or several parts) per section.
+
+    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond).
+    """
+    check_size(html, max_bytes)
     count = count_tokens if isinstance(count_tokens, Counter) else Counter(count_tokens)
     result = ParseResult(format="html")
     root = _parse_html_doc(html)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from .errors import MAX_DOCUMENT_BYTES, check_size
 from .result import ParseResult
 from .sections import Section, Slugger, build_chunks, norm
 from .split import fence_closes
@@ -85,8 +86,14 @@ def _drop_md_comments(lines: list[str]) -> list[str]:
     return out
 
 
-def chunk_markdown(md: str, max_tokens: int = 256, count_tokens=None) -> ParseResult:
-    """Chunk Markdown on ATX and setext headings (never inside code fences); HTML comments are dropped."""
+def chunk_markdown(
+    md: str, max_tokens: int = 256, count_tokens=None, *, max_bytes: int = MAX_DOCUMENT_BYTES
+) -> ParseResult:
+    """Chunk Markdown on ATX and setext headings (never inside code fences); HTML comments are dropped.
+
+    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond).
+    """
+    check_size(md, max_bytes)
     count = count_tokens if isinstance(count_tokens, Counter) else Counter(count_tokens)
     result = ParseResult(format="markdown")
     lines = _drop_md_comments(md.replace("\r\n", "\n").replace("\r", "\n").split("\n"))

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from .errors import MAX_DOCUMENT_BYTES, check_size
 from .result import Chunk, ParseResult
 from .sections import content_budget
 from .split import WORD_RE, split_chars
 from .tokens import Counter
 
 
-def chunk_text(text: str, max_tokens: int = 256, overlap: int = 32, count_tokens=None) -> ParseResult:
-    """Token windows of the content budget with ``overlap`` tokens of overlap, broken at whitespace."""
+def chunk_text(
+    text: str,
+    max_tokens: int = 256,
+    overlap: int = 32,
+    count_tokens=None,
+    *,
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+) -> ParseResult:
+    """Token windows of the content budget with ``overlap`` tokens of overlap, broken at whitespace.
+
+    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond).
+    """
+    check_size(text, max_bytes)
     count = count_tokens if isinstance(count_tokens, Counter) else Counter(count_tokens)
     result = ParseResult(format="text")
     words = [m.span() for m in WORD_RE.finditer(text)]
