@@ -387,11 +387,33 @@ def test_html_table_and_entities():
     )
 
 
+def nested(open_tags: str, close_tags: str, depth: int, inner: str) -> str:
+    return "<html><body>" + open_tags * depth + inner + close_tags * depth + "</body></html>"
+
+
+@pytest.mark.parametrize("depth", [300, 1000, 2000])
+def test_deep_html_keeps_its_text(depth):
+    res = parse(nested("<div>", "</div>", depth, "<p>deep text</p>"))
+    assert [c.content for c in res.chunks] == ["deep text"]
+    # every construct that renders its content apart (lists, quotes, tables, definitions, sections)
+    for tags in [
+        ("<ul><li>", "</li></ul>"),
+        ("<blockquote>", "</blockquote>"),
+        ('<div class="note">', "</div>"),
+        ("<table><tr><td>", "</td></tr></table>"),
+        ("<dl><dt>t</dt><dd>", "</dd></dl>"),
+        ('<div class="sect1"><h2>s</h2>', "</div>"),
+        ("<section><h3>s</h3>", "</section>"),
+    ]:
+        res = parse(nested(*tags, depth // 3, "<p>deep text</p>"))  # up to 3 elements a level
+        assert "deep text" in "".join(c.content for c in res.chunks), tags
+
+
 def test_too_deep_html_is_refused():
-    html = "<html><body>" + "<div>" * 400 + "<p>deep</p>" + "</div>" * 400 + "</body></html>"
     with pytest.raises(InputError) as ei:
-        parse(html)
+        parse(nested("<div>", "</div>", 3000, "<p>deep</p>"))
     assert ei.value.sqlstate == "54000"
+    assert ei.value.message == "HTML document is nested too deeply" and "2048" in ei.value.hint
 
 
 # --------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .errors import MAX_DOCUMENT_BYTES, InputError, check_size
-from .html_render import HEADINGS, Heading, Renderer, classes, is_section
+from .html_render import HEADINGS, Heading, classes, is_section, render
 from .result import ParseResult
 from .sections import Section, Slugger, build_chunks, norm
 from .tokens import Counter
@@ -13,7 +13,8 @@ def _parse_html_doc(html: str):
     import lxml.etree
     import lxml.html
 
-    parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+    # huge_tree: libxml2 otherwise stops at 256 levels of nesting (and 10 MB text nodes) and drops the rest.
+    parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
     data = html.encode("utf-8", "replace")
     try:
         root = lxml.html.document_fromstring(data, parser=parser)
@@ -21,11 +22,12 @@ def _parse_html_doc(html: str):
         return None
     for err in parser.error_log:
         if err.type_name == "ERR_RESOURCE_LIMIT":
-            # libxml2 silently drops everything nested deeper than 256 elements: refuse instead.
+            # Even with huge_tree libxml2 drops what is nested deeper than 2048 elements: refuse instead.
             raise InputError(
                 "HTML document is nested too deeply",
                 sqlstate="54000",
-                hint="Elements may be nested at most 256 levels deep; simplify the markup.",
+                hint="Elements may be nested at most 2048 levels deep (the limit of libxml2); "
+                "simplify the markup.",
                 detail=err.message,
             )
     return root
@@ -75,17 +77,14 @@ def _html_sections_docbook(secs) -> list[Section]:
         titles[sec] = title
         anchor = _docbook_anchor(sec, heading)
         path = [titles[a] for a in reversed(list(sec.iterancestors("div"))) if a in secset and titles.get(a)]
-        r = Renderer(docbook=True, skip=(heading,) if heading is not None else ())
-        r.walk(sec)
-        blocks = [b for b in r.finish() if isinstance(b, str)]
+        rendered = render(sec, docbook=True, skip=(heading,) if heading is not None else ())
+        blocks = [b for b in rendered if isinstance(b, str)]
         out.append(Section(anchor, title, " > ".join(path), "\n\n".join(blocks)))
     return out
 
 
 def _html_sections_generic(body, doc_title: str | None) -> list[Section]:
-    r = Renderer(docbook=False, headings=True)
-    r.walk(body)
-    blocks = r.finish()
+    blocks = render(body, docbook=False, headings=True)
     slug = Slugger()
     sections: list[Section] = []
     cur = Section(None, doc_title or "", "", "")
@@ -146,9 +145,7 @@ def chunk_html(
     if secs:
         sections = _html_sections_docbook(secs)
         # Text outside every section div (other than navigation) must not be lost silently.
-        r = Renderer(docbook=True)
-        r.walk(body)
-        outside = "\n\n".join(b for b in r.finish() if isinstance(b, str))
+        outside = "\n\n".join(b for b in render(body, docbook=True) if isinstance(b, str))
         if outside.strip():
             sections.insert(0, Section(None, doc_title or "", "", outside))
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .sections import norm
@@ -167,8 +168,37 @@ class Heading:
     anchor: str | None
 
 
+def render(el, *, docbook: bool, skip=(), headings: bool = False) -> list:
+    """The text blocks of el's content (and Heading markers with ``headings``).
+
+    The walk keeps its own stack instead of recursing, so any depth of nesting is rendered.
+    """
+    r = Renderer(docbook=docbook, skip=skip, headings=headings)
+    stack: list[Iterator] = [r.walk(el)]
+    while stack:
+        task = next(stack[-1], None)
+        if task is None:
+            stack.pop()
+        else:
+            stack.append(task)
+    return r.finish()
+
+
+def _cell_text(blocks: list) -> str:
+    parts = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            b = b.text
+        parts.append(norm(b.replace("\n", " ")))
+    return "<br>".join(p for p in parts if p).replace("|", "\\|")
+
+
 class Renderer:
-    """Turn an lxml subtree into Markdown-ish text blocks."""
+    """Turn an lxml subtree into Markdown-ish text blocks.
+
+    The traversal methods are generators that yield the walks they need done first (a child element, a
+    list item in a renderer of its own) instead of calling them: ``render`` runs them from a stack.
+    """
 
     def __init__(self, *, docbook: bool, skip=(), headings: bool = False, in_cell: bool = False):
         self.docbook = docbook
@@ -202,11 +232,11 @@ class Renderer:
         return Renderer(**opts)
 
     # -- traversal ----------------------------------------------------------------------------
-    def walk(self, el) -> None:
+    def walk(self, el) -> Iterator:
         if el.text:
             self._inline.append(el.text)
         for child in el:
-            self.node(child)
+            yield self.node(child)
             if child.tail:
                 self._inline.append(child.tail)
 
@@ -214,7 +244,7 @@ class Renderer:
         self._flush()
         return self.blocks
 
-    def node(self, el) -> None:
+    def node(self, el) -> Iterator:
         tag = el.tag
         if not isinstance(tag, str):
             return  # comment / processing instruction
@@ -231,16 +261,16 @@ class Renderer:
         elif tag == "pre":
             self._pre(el)
         elif tag == "table":
-            self._table(el)
+            yield self._table(el)
         elif tag in ("ul", "ol"):
-            self._list(el, ordered=tag == "ol")
+            yield self._list(el, ordered=tag == "ol")
         elif tag == "div" and cls & _ADMONITIONS.keys():
             label = next(_ADMONITIONS[c] for c in _ADMONITION_ORDER if c in cls)
-            self._quote(el, label)
+            yield self._quote(el, label)
         elif tag == "blockquote" or (tag == "div" and "blockquote" in cls):
-            self._quote(el, None)
+            yield self._quote(el, None)
         elif tag == "dl" and not self.in_cell:
-            self._dl(el)
+            yield self._dl(el)
         elif tag == "sup" and not cls & {"footnote", "para", "footnoteref"}:
             text = norm(el.text_content())
             if text:
@@ -258,10 +288,10 @@ class Renderer:
                 self.blocks.append(Heading(int(tag[1]), text, anchor))
         elif tag in _BLOCK_TAGS:
             self._flush()
-            self.walk(el)
+            yield self.walk(el)
             self._flush()
         else:
-            self.walk(el)
+            yield self.walk(el)
 
     # -- block renderers ----------------------------------------------------------------------
     def _pre(self, el) -> None:
@@ -284,17 +314,7 @@ class Renderer:
             fence += "`"
         self.blocks.append(f"{fence}{lang}\n{code}\n{fence}")
 
-    def _cell_text(self, cell) -> str:
-        r = self._sub(in_cell=True, headings=False)
-        r.walk(cell)
-        parts = []
-        for b in r.finish():
-            if isinstance(b, Heading):
-                b = b.text
-            parts.append(norm(b.replace("\n", " ")))
-        return "<br>".join(p for p in parts if p).replace("|", "\\|")
-
-    def _table(self, table) -> None:
+    def _table(self, table) -> Iterator:
         if self.in_cell:
             self._inline.append(" " + norm(table.text_content()) + " ")
             return
@@ -320,7 +340,9 @@ class Renderer:
             for cell in tr:
                 if not isinstance(cell.tag, str) or cell.tag not in ("td", "th"):
                     continue
-                cells.append(self._cell_text(cell))
+                r = self._sub(in_cell=True, headings=False)
+                yield r.walk(cell)
+                cells.append(_cell_text(r.finish()))
                 try:
                     span = int(cell.get("colspan", "1"))
                 except ValueError:
@@ -344,10 +366,10 @@ class Renderer:
         lines.extend("| " + " | ".join(r) + " |" for r in matrix[nhead:])
         self.blocks.append("\n".join(lines))
 
-    def _list(self, el, ordered: bool) -> None:
+    def _list(self, el, ordered: bool) -> Iterator:
         if self.in_cell:
             r = self._sub()
-            r.walk(el)
+            yield r.walk(el)
             self._inline.append(" " + " ".join(b for b in r.finish() if isinstance(b, str)) + " ")
             return
         self._flush()
@@ -362,10 +384,7 @@ class Renderer:
             if not isinstance(li.tag, str) or li.tag in _DROP_TAGS:
                 continue
             r = self._sub(headings=False)
-            if li.tag == "li":
-                r.walk(li)
-            else:
-                r.node(li)
+            yield r.walk(li) if li.tag == "li" else r.node(li)
             blocks = [b.text if isinstance(b, Heading) else b for b in r.finish()]
             if not blocks:
                 continue
@@ -385,7 +404,7 @@ class Renderer:
         if out:
             self.blocks.append("\n".join(out))
 
-    def _dl(self, el) -> None:
+    def _dl(self, el) -> Iterator:
         """Definition lists: each term stays in the same block as the start of its definition."""
         self._flush()
         terms: list[str] = []
@@ -394,16 +413,13 @@ class Renderer:
                 continue
             if child.tag == "dt":
                 r = self._sub(headings=False)
-                r.walk(child)
+                yield r.walk(child)
                 term = " ".join(b for b in r.finish() if isinstance(b, str))
                 if term:
                     terms.append(term)
                 continue
             r = self._sub(headings=False)
-            if child.tag == "dd":
-                r.walk(child)
-            else:
-                r.node(child)
+            yield r.walk(child) if child.tag == "dd" else r.node(child)
             blocks = [b.text if isinstance(b, Heading) else b for b in r.finish()]
             if terms:
                 head = "\n".join(terms)
@@ -416,7 +432,7 @@ class Renderer:
         if terms:
             self.blocks.append("\n".join(terms))
 
-    def _quote(self, el, label: str | None) -> None:
+    def _quote(self, el, label: str | None) -> Iterator:
         if self.in_cell:
             self._inline.append(" " + norm(el.text_content()) + " ")
             return
@@ -432,7 +448,7 @@ class Renderer:
                     skip = (*skip, child)
                     break
         r = self._sub(skip=skip, headings=False)
-        r.walk(el)
+        yield r.walk(el)
         blocks = [b.text if isinstance(b, Heading) else b for b in r.finish()]
         if extra_title:
             blocks.insert(0, extra_title)
