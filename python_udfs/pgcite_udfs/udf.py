@@ -7,6 +7,8 @@ this module, call one function with `plpy` and `GD`. Errors leave as plpy.error 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from time import monotonic
 
 from . import embed
 from . import words as english
@@ -15,6 +17,8 @@ from . import words as english
 ENV_MISSING = "PC001"
 MODEL_UNAVAILABLE = "PC002"
 SETUP_HINT = "Run `make setup` (it builds the DB-side venv), or point the setting pgcite.python_path at it."
+# Long work in the backend runs a query at most this often: where PostgreSQL processes its interrupts.
+CHECKPOINT_SECONDS = 0.05
 
 
 def _setting(plpy, name: str, default: str) -> str:
@@ -84,6 +88,22 @@ def _max_document_bytes(plpy, default: int) -> int:
         plpy.error(f'setting pgcite.max_document_bytes must be a number, not "{value}"', sqlstate="22023")
 
 
+def _checkpoint(plpy) -> Callable[[], None]:
+    """A checkpoint for long work: `SELECT 1` at most every CHECKPOINT_SECONDS. Python code in the backend
+    is not interrupted; a query is where a pending statement_timeout or pg_cancel_backend is processed, and
+    the error it raises propagates out of the work."""
+    last = monotonic()
+
+    def checkpoint() -> None:
+        nonlocal last
+        now = monotonic()
+        if now - last >= CHECKPOINT_SECONDS:
+            last = now
+            plpy.execute("SELECT 1")
+
+    return checkpoint
+
+
 def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
     """rag._parse: JSON {format, title, sections_found, empty_sections, chunks: [...]} or {error: {...}}."""
     from .chunking import MAX_DOCUMENT_BYTES, InputError
@@ -103,6 +123,7 @@ def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
             count_tokens=counter,
             allow_empty=True,
             max_bytes=max_bytes,
+            checkpoint=_checkpoint(plpy),
         )
     except InputError as e:
         # returned, not raised: rag._parsed raises it from PL/pgSQL with a clean message

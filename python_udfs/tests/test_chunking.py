@@ -627,6 +627,48 @@ def test_size_limit():
         assert ei.value.sqlstate == "54000"
 
 
+class Stop(Exception):
+    pass
+
+
+# Long documents of every kind, ~100,000 characters each.
+PROSE = "A sentence of prose, with words.\n" * 3000
+CHECKPOINT_DOCS = [
+    ("html", "<html><body>" + "<p>A paragraph of words.</p>\n" * 4000 + "</body></html>"),
+    ("html", '<div class="sect1"><h2>T</h2>' + "<div><ul><li>item</li></ul></div>\n" * 3000 + "</div>"),
+    ("html", "<div>" * 1500 + PROSE + "</div>" * 1500),
+    ("markdown", "".join(f"# H{i}\n\n" + "Text of the section. " * 20 + "\n\n" for i in range(250))),
+    ("markdown", PROSE),
+    ("markdown", "```\n" + "code line\n" * 10000 + "```\n"),
+    ("text", PROSE),
+    ("text", "x" * 30_000),
+]
+
+
+@pytest.mark.parametrize(("fmt", "body"), CHECKPOINT_DOCS)
+def test_checkpoint_is_called_regularly(fmt, body):
+    calls = 0
+
+    def checkpoint():
+        nonlocal calls
+        calls += 1
+
+    plain = parse(body, fmt)
+    assert parse(body, fmt, checkpoint=checkpoint) == plain
+    assert calls >= len(body) // 20_000, calls  # at least once in every 20,000 characters of input
+
+    def stop_at_third():
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise Stop
+
+    calls = 0
+    with pytest.raises(Stop):
+        parse(body, fmt, checkpoint=stop_at_third)
+    assert calls == 3
+
+
 def test_tolerated_inputs():
     # a few control characters are not garbage; format names are case-insensitive
     res = parse("Line one.\x0cLine two.\n", fmt="TEXT")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import time
 from array import array
 
 import pytest
@@ -16,13 +18,25 @@ class PlpyError(Exception):
         self.kw = kw
 
 
-class FakePlpy:
-    """Just enough of PL/Python's plpy: settings lookups and plpy.error."""
+class QueryCanceled(Exception):
+    """What plpy.execute raises when PostgreSQL processes a statement_timeout or pg_cancel_backend."""
 
-    def __init__(self, settings=None):
+
+class FakePlpy:
+    """Just enough of PL/Python's plpy: settings lookups, `SELECT 1` (timed; the cancel_at-th one raises
+    QueryCanceled) and plpy.error."""
+
+    def __init__(self, settings=None, cancel_at=None):
         self.settings = settings or {}
+        self.cancel_at = cancel_at
+        self.selects: list[float] = []
 
     def execute(self, sql):
+        if sql == "SELECT 1":
+            self.selects.append(time.monotonic())
+            if len(self.selects) == self.cancel_at:
+                raise QueryCanceled("canceling statement due to statement timeout")
+            return [{"?column?": 1}]
         name = sql.split("current_setting('")[1].split("'")[0]
         return [{"v": self.settings.get(name)}]
 
@@ -102,3 +116,58 @@ def test_parse_limit_is_the_setting_max_document_bytes():
     with pytest.raises(PlpyError) as e:
         udf.parse(FakePlpy({"pgcite.max_document_bytes": "lots"}), gd, "text", "text", 256, 32)
     assert e.value.kw["sqlstate"] == "22023"
+
+
+# A long document for the checkpoint: ~0.2 MB of Markdown, seconds of tokenizing.
+LONG_MD = "".join(
+    f"## Part {i}\n\n" + "Some words of the part, and a sentence more. " * 40 + "\n\n" for i in range(100)
+)
+
+
+GD: dict = {}  # the backend's cache, shared by the checkpoint tests (the tokenizer is loaded once)
+
+
+class Clock:
+    """A fake monotonic clock that advances by step at every reading."""
+
+    def __init__(self, step: float):
+        self.step = step
+        self.now = 0.0
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        self.now += self.step
+        return self.now
+
+
+def test_parse_runs_a_query_at_most_every_50_ms():
+    plpy = FakePlpy()
+    doc = json.loads(udf.parse(plpy, GD, LONG_MD, "markdown", 256, 32))
+    assert len(doc["chunks"]) == 200
+    assert plpy.selects, "no checkpoint query in a long parse"
+    gaps = [b - a for a, b in itertools.pairwise(plpy.selects)]
+    assert all(g >= udf.CHECKPOINT_SECONDS for g in gaps)
+
+
+def test_parse_checkpoint_follows_the_clock(monkeypatch):
+    clock = Clock(0.02)  # 20 ms a call of the checkpoint: a query every third call
+    monkeypatch.setattr(udf, "monotonic", clock)
+    plpy = FakePlpy()
+    udf.parse(plpy, GD, LONG_MD, "markdown", 256, 32)
+    checkpoints = clock.readings - 1  # one reading when the checkpoint is made
+    assert checkpoints > 30
+    assert len(plpy.selects) == pytest.approx(checkpoints / 3, abs=1)
+    monkeypatch.setattr(udf, "monotonic", Clock(0.0))  # time stands still: no query at all
+    plpy = FakePlpy()
+    udf.parse(plpy, GD, LONG_MD, "markdown", 256, 32)
+    assert plpy.selects == []
+
+
+def test_cancel_during_parse_propagates(monkeypatch):
+    monkeypatch.setattr(udf, "monotonic", Clock(1.0))  # a query at every call of the checkpoint
+    for body, fmt in [(LONG_MD, "markdown"), (LONG_MD, "text"), ("<p>Words and words.</p>\n" * 3000, "html")]:
+        plpy = FakePlpy(cancel_at=3)
+        with pytest.raises(QueryCanceled):
+            udf.parse(plpy, GD, body, fmt, 256, 32)
+        assert len(plpy.selects) == 3, fmt  # not swallowed: the work stopped at the cancel

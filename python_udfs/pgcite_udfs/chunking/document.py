@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .detect import ANY_TAG_RE, SAMPLE_CHARS, detect_format
 from .errors import MAX_DOCUMENT_BYTES, InputError, check_size
@@ -10,7 +11,6 @@ from .html import chunk_html
 from .markdown import chunk_markdown
 from .result import ParseResult
 from .text import chunk_text
-from .tokens import Counter
 
 FORMATS = ("html", "markdown", "text")
 
@@ -25,12 +25,17 @@ def parse(
     count_tokens=None,
     allow_empty: bool = False,
     max_bytes: int = MAX_DOCUMENT_BYTES,
+    checkpoint: Callable[[], object] | None = None,
 ) -> ParseResult:
     """Validate ``body`` and chunk it in format ``fmt`` ('auto' detects it).
 
     A document whose sections are all empty (a table of contents, navigation only) raises InputError, or
     with ``allow_empty`` comes back with no chunks and its sections listed in ``empty_sections``. A body
     over ``max_bytes`` bytes of UTF-8 raises InputError 54000 (program_limit_exceeded).
+
+    ``checkpoint`` (no arguments) is called now and then during the work, every few hundred elements,
+    lines or token counts: it may raise to stop the work (in PostgreSQL: a pending cancel or timeout), and
+    what it raises leaves parse unchanged.
     """
     if body is None or not isinstance(body, str) or not body.strip():
         raise InputError(
@@ -70,13 +75,14 @@ def parse(
             "document declared as html contains no HTML markup",
             hint=f"Use format 'auto' or the right format (it looks like {detected}).",
         )
-    count = Counter(count_tokens)
     if name == "html":
-        result = chunk_html(body, max_tokens, count, max_bytes=max_bytes)
+        result = chunk_html(body, max_tokens, count_tokens, max_bytes=max_bytes, checkpoint=checkpoint)
     elif name == "markdown":
-        result = chunk_markdown(body, max_tokens, count, max_bytes=max_bytes)
+        result = chunk_markdown(body, max_tokens, count_tokens, max_bytes=max_bytes, checkpoint=checkpoint)
     else:
-        result = chunk_text(body, max_tokens, overlap, count, max_bytes=max_bytes)
+        result = chunk_text(
+            body, max_tokens, overlap, count_tokens, max_bytes=max_bytes, checkpoint=checkpoint
+        )
     if not result.chunks and not allow_empty:
         raise InputError(
             "document has no text content",

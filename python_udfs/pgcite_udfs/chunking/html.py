@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from .checkpoint import Ticker
 from .errors import MAX_DOCUMENT_BYTES, InputError, check_size
 from .html_render import HEADINGS, Heading, classes, is_section, render
 from .result import ParseResult
@@ -68,7 +71,7 @@ def _docbook_anchor(sec, heading) -> str | None:
     return None
 
 
-def _html_sections_docbook(secs) -> list[Section]:
+def _html_sections_docbook(secs, tick: Ticker) -> list[Section]:
     titles: dict = {}
     out: list[Section] = []
     secset = set(secs)
@@ -77,14 +80,14 @@ def _html_sections_docbook(secs) -> list[Section]:
         titles[sec] = title
         anchor = _docbook_anchor(sec, heading)
         path = [titles[a] for a in reversed(list(sec.iterancestors("div"))) if a in secset and titles.get(a)]
-        rendered = render(sec, docbook=True, skip=(heading,) if heading is not None else ())
+        rendered = render(sec, tick, docbook=True, skip=(heading,) if heading is not None else ())
         blocks = [b for b in rendered if isinstance(b, str)]
         out.append(Section(anchor, title, " > ".join(path), "\n\n".join(blocks)))
     return out
 
 
-def _html_sections_generic(body, doc_title: str | None) -> list[Section]:
-    blocks = render(body, docbook=False, headings=True)
+def _html_sections_generic(body, doc_title: str | None, tick: Ticker) -> list[Section]:
+    blocks = render(body, tick, docbook=False, headings=True)
     slug = Slugger()
     sections: list[Section] = []
     cur = Section(None, doc_title or "", "", "")
@@ -98,6 +101,7 @@ def _html_sections_generic(body, doc_title: str | None) -> list[Section]:
             sections.append(cur)
 
     for b in blocks:
+        tick()
         if isinstance(b, Heading):
             close()
             preamble = False
@@ -116,14 +120,21 @@ def _html_sections_generic(body, doc_title: str | None) -> list[Section]:
 
 
 def chunk_html(
-    html: str, max_tokens: int = 256, count_tokens=None, *, max_bytes: int = MAX_DOCUMENT_BYTES
+    html: str,
+    max_tokens: int = 256,
+    count_tokens=None,
+    *,
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+    checkpoint: Callable[[], object] | None = None,
 ) -> ParseResult:
     """Chunk an HTML document: one chunk (or several parts) per section.
 
-    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond).
+    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond). ``checkpoint`` is called now and then
+    (every few hundred elements or token counts); what it raises stops the work.
     """
     check_size(html, max_bytes)
-    count = count_tokens if isinstance(count_tokens, Counter) else Counter(count_tokens)
+    tick = Ticker(checkpoint)
+    count = Counter(count_tokens, tick)
     result = ParseResult(format="html")
     root = _parse_html_doc(html)
     if root is None:
@@ -141,15 +152,19 @@ def chunk_html(
     body = root.find("body")
     if body is None:
         body = root
-    secs = [el for el in root.iter("div") if is_section(el)]
+    secs = []
+    for el in root.iter("div"):
+        tick()
+        if is_section(el):
+            secs.append(el)
     if secs:
-        sections = _html_sections_docbook(secs)
+        sections = _html_sections_docbook(secs, tick)
         # Text outside every section div (other than navigation) must not be lost silently.
-        outside = "\n\n".join(b for b in render(body, docbook=True) if isinstance(b, str))
+        outside = "\n\n".join(b for b in render(body, tick, docbook=True) if isinstance(b, str))
         if outside.strip():
             sections.insert(0, Section(None, doc_title or "", "", outside))
     else:
-        sections = _html_sections_generic(body, doc_title)
+        sections = _html_sections_generic(body, doc_title, tick)
     result.sections_found = len(sections)
     result.chunks, result.empty_sections = build_chunks(sections, max_tokens, count)
     return result

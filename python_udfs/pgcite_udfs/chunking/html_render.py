@@ -6,6 +6,7 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .checkpoint import Ticker
 from .sections import norm
 from .split import PLAIN_FIRST_RE
 
@@ -168,14 +169,15 @@ class Heading:
     anchor: str | None
 
 
-def render(el, *, docbook: bool, skip=(), headings: bool = False) -> list:
-    """The text blocks of el's content (and Heading markers with ``headings``).
+def render(el, tick: Ticker, *, docbook: bool, skip=(), headings: bool = False) -> list:
+    """The text blocks of el's content (and Heading markers with ``headings``); ``tick`` for every step.
 
     The walk keeps its own stack instead of recursing, so any depth of nesting is rendered.
     """
     r = Renderer(docbook=docbook, skip=skip, headings=headings)
     stack: list[Iterator] = [r.walk(el)]
     while stack:
+        tick()
         task = next(stack[-1], None)
         if task is None:
             stack.pop()

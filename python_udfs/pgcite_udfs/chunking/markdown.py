@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from .checkpoint import Ticker
 from .errors import MAX_DOCUMENT_BYTES, check_size
 from .result import ParseResult
 from .sections import Section, Slugger, build_chunks, norm
@@ -47,13 +49,14 @@ def _front_matter(lines: list[str]) -> tuple[int, str | None]:
     return 0, None
 
 
-def _drop_md_comments(lines: list[str]) -> list[str]:
+def _drop_md_comments(lines: list[str], tick: Ticker) -> list[str]:
     """HTML comments (`<!-- ... -->`, possibly over several lines) removed outside code fences: they are
     not rendered, so they are not content (markdownlint directives, YAML history notes). Line count kept."""
     out: list[str] = []
     fence: str | None = None
     in_comment = False
     for line in lines:
+        tick()
         if fence is not None:
             if fence_closes(line, fence):
                 fence = None
@@ -87,24 +90,32 @@ def _drop_md_comments(lines: list[str]) -> list[str]:
 
 
 def chunk_markdown(
-    md: str, max_tokens: int = 256, count_tokens=None, *, max_bytes: int = MAX_DOCUMENT_BYTES
+    md: str,
+    max_tokens: int = 256,
+    count_tokens=None,
+    *,
+    max_bytes: int = MAX_DOCUMENT_BYTES,
+    checkpoint: Callable[[], object] | None = None,
 ) -> ParseResult:
     """Chunk Markdown on ATX and setext headings (never inside code fences); HTML comments are dropped.
 
-    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond).
+    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond). ``checkpoint`` is called now and then
+    (every few hundred lines or token counts); what it raises stops the work.
     """
     check_size(md, max_bytes)
-    count = count_tokens if isinstance(count_tokens, Counter) else Counter(count_tokens)
+    tick = Ticker(checkpoint)
+    count = Counter(count_tokens, tick)
     result = ParseResult(format="markdown")
-    lines = _drop_md_comments(md.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    lines = _drop_md_comments(md.replace("\r\n", "\n").replace("\r", "\n").split("\n"), tick)
     skip, fm_title = _front_matter(lines)
 
-    # (first line, line after the heading, level, text)
+    # (first line, line after the heading, level, title)
     headings: list[tuple[int, int, int, str]] = []
     fence: str | None = None
     para_start: int | None = None
     in_container = False
     for i in range(skip, len(lines)):
+        tick()
         line = lines[i]
         if fence is not None:
             if fence_closes(line, fence):
@@ -122,14 +133,14 @@ def chunk_markdown(
         m = _ATX_RE.match(line)
         if m:
             text = _ATX_CLOSE_RE.sub("", m.group(2) or "")
-            headings.append((i, i + 1, len(m.group(1)), text))
+            headings.append((i, i + 1, len(m.group(1)), _md_plain(text)))
             para_start = None
             in_container = False
             continue
         m = _SETEXT_RE.match(line)
         if m and para_start is not None:
             text = " ".join(ln.strip() for ln in lines[para_start:i])
-            headings.append((para_start, i + 1, 1 if m.group(1)[0] == "=" else 2, text))
+            headings.append((para_start, i + 1, 1 if m.group(1)[0] == "=" else 2, _md_plain(text)))
             para_start = None
             continue
         if _MD_CONTAINER_RE.match(line):
@@ -138,8 +149,7 @@ def chunk_markdown(
         elif para_start is None and not in_container and not line.startswith(("    ", "\t")):
             para_start = i
 
-    titles = [_md_plain(h[3]) for h in headings]
-    doc_title = fm_title or next((t for t in titles if t), None)
+    doc_title = fm_title or next((h[3] for h in headings if h[3]), None)
     result.title = doc_title
 
     def body(a: int, b: int) -> str:
@@ -155,8 +165,8 @@ def chunk_markdown(
         sections.append(Section(None, doc_title or "", "", pre))
     slug = Slugger()
     stack: list[tuple[int, str]] = []
-    for k, (_start, after, level, _raw) in enumerate(headings):
-        title = titles[k]
+    for k, (_start, after, level, title) in enumerate(headings):
+        tick()
         end = headings[k + 1][0] if k + 1 < len(headings) else len(lines)
         while stack and stack[-1][0] >= level:
             stack.pop()

@@ -50,6 +50,7 @@ def build_chunks(sections: list[Section], max_tokens: int, count: Counter) -> tu
     chunks: list[Chunk] = []
     empty: list[str] = []
     for sec in sections:
+        count.tick()
         if not sec.content.strip():
             empty.append(sec.anchor if sec.anchor else sec.title)
             continue

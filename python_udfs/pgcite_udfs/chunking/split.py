@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from ..sentences import split_sentences
+from .checkpoint import Ticker
 from .tokens import Counter
 
 WORD_RE = re.compile(r"\S+")
@@ -26,12 +27,13 @@ def fence_closes(line: str, marker: str) -> bool:
     return s.startswith(marker) and not s.strip(marker[0])
 
 
-def _split_blocks(text: str) -> list[str]:
+def _split_blocks(text: str, tick: Ticker) -> list[str]:
     """Split on blank lines; fenced code blocks are kept whole and always form their own block."""
     blocks: list[str] = []
     cur: list[str] = []
     fence: str | None = None
     for line in text.split("\n"):
+        tick()
         if fence is not None:
             cur.append(line)
             if fence_closes(line, fence):
@@ -57,10 +59,11 @@ def _split_blocks(text: str) -> list[str]:
     return [b.strip("\n") for b in blocks if b.strip()]
 
 
-def _line_spans(text: str) -> list[tuple[int, int]]:
+def _line_spans(text: str, tick: Ticker) -> list[tuple[int, int]]:
     spans = []
     pos = 0
     for line in text.split("\n"):
+        tick()
         if line.strip():
             spans.append((pos, pos + len(line)))
         pos += len(line) + 1
@@ -88,7 +91,7 @@ def split_chars(word: str, budget: int, count: Counter) -> list[str]:
 
 def _pack_spans(
     src: str,
-    spans: list[tuple[int, int]],
+    spans: Iterable[tuple[int, int]],
     budget: int,
     count: Counter,
     split_oversize: Callable[[str, int], list[str]],
@@ -128,24 +131,26 @@ def _pack_spans(
 
 
 def split_words(text: str, budget: int, count: Counter) -> list[str]:
-    spans = [m.span() for m in WORD_RE.finditer(text)]
+    spans = (m.span() for m in WORD_RE.finditer(text))
     return _pack_spans(text, spans, budget, count, lambda w, b: split_chars(w, b, count))
 
 
-def _split_paragraph(text: str, budget: int, count: Counter) -> list[str]:
-    starts = [s for s, _ in split_sentences(text)]
-    if len(starts) <= 1:
-        return split_words(text, budget, count)
-    # Segments run from one sentence start to the next, so nothing but whitespace is ever dropped.
+def _segments(text: str, starts: list[int]) -> Iterator[tuple[int, int]]:
+    """Segments run from one sentence start to the next, so nothing but whitespace is ever dropped."""
     bounds = [0, *starts[1:], len(text)]
-    spans = []
     for a, b in itertools.pairwise(bounds):
         seg = text[a:b]
         lead = len(seg) - len(seg.lstrip())
         trail = len(seg.rstrip())
         if trail > lead:
-            spans.append((a + lead, a + trail))
-    return _pack_spans(text, spans, budget, count, lambda t, b: split_words(t, b, count))
+            yield (a + lead, a + trail)
+
+
+def _split_paragraph(text: str, budget: int, count: Counter) -> list[str]:
+    starts = [s for s, _ in split_sentences(text, count.tick)]
+    if len(starts) <= 1:
+        return split_words(text, budget, count)
+    return _pack_spans(text, _segments(text, starts), budget, count, lambda t, b: split_words(t, b, count))
 
 
 def _split_block(block: str, budget: int, count: Counter) -> list[str]:
@@ -158,7 +163,9 @@ def _split_block(block: str, budget: int, count: Counter) -> list[str]:
         closing = lines[-1] if closed else marker
         body = "\n".join(lines[1:-1] if closed else lines[1:])
         inner = max(budget - count(first) - count(closing), 1)
-        parts = _pack_spans(body, _line_spans(body), inner, count, lambda t, b: split_words(t, b, count))
+        parts = _pack_spans(
+            body, _line_spans(body, count.tick), inner, count, lambda t, b: split_words(t, b, count)
+        )
         return [f"{first}\n{p}\n{closing}" for p in parts]
     if all(ln.lstrip().startswith("|") for ln in lines):
         header = lines[:2] if len(lines) > 2 and _TABLE_SEP_RE.match(lines[1]) else []
@@ -168,7 +175,9 @@ def _split_block(block: str, budget: int, count: Counter) -> list[str]:
             header, head, hcost = [], "", 0
         body = "\n".join(lines[len(header) :])
         inner = max(budget - hcost, 1)
-        parts = _pack_spans(body, _line_spans(body), inner, count, lambda t, b: _split_paragraph(t, b, count))
+        parts = _pack_spans(
+            body, _line_spans(body, count.tick), inner, count, lambda t, b: _split_paragraph(t, b, count)
+        )
         return [f"{head}\n{p}" if head else p for p in parts]
     lm = _LIST_ITEM_RE.match(first)
     if lm:
@@ -176,6 +185,7 @@ def _split_block(block: str, budget: int, count: Counter) -> list[str]:
         spans: list[tuple[int, int]] = []
         pos = 0
         for line in lines:
+            count.tick()
             im = _LIST_ITEM_RE.match(line)
             if (im and len(im.group(1)) <= indent) or not spans:
                 spans.append((pos, pos + len(line)))
@@ -190,7 +200,7 @@ def _split_block(block: str, budget: int, count: Counter) -> list[str]:
             inner = line.lstrip()[1:].lstrip()
             return ["> " + p for p in _split_paragraph(inner, max(b - qcost, 1), count)]
 
-        return _pack_spans(block, _line_spans(block), budget, count, split_quote_line)
+        return _pack_spans(block, _line_spans(block, count.tick), budget, count, split_quote_line)
     return _split_paragraph(block, budget, count)
 
 
@@ -246,7 +256,7 @@ def split_content(content: str, budget: int, count: Counter) -> list[str]:
     if _fits(content, budget, count):
         return [content]
     pieces: list[str] = []
-    for block in _split_blocks(content):
+    for block in _split_blocks(content, count.tick):
         if _fits(block, budget, count):
             pieces.append(block)
             continue

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from .checkpoint import Ticker
 from .errors import MAX_DOCUMENT_BYTES, check_size
 from .result import Chunk, ParseResult
 from .sections import content_budget
@@ -16,21 +19,26 @@ def chunk_text(
     count_tokens=None,
     *,
     max_bytes: int = MAX_DOCUMENT_BYTES,
+    checkpoint: Callable[[], object] | None = None,
 ) -> ParseResult:
     """Token windows of the content budget with ``overlap`` tokens of overlap, broken at whitespace.
 
-    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond).
+    At most ``max_bytes`` bytes of UTF-8 (InputError 54000 beyond). ``checkpoint`` is called now and then
+    (every few hundred token counts); what it raises stops the work.
     """
     check_size(text, max_bytes)
-    count = count_tokens if isinstance(count_tokens, Counter) else Counter(count_tokens)
+    count = Counter(count_tokens, Ticker(checkpoint))
     result = ParseResult(format="text")
-    words = [m.span() for m in WORD_RE.finditer(text)]
+    budget = content_budget(max_tokens, "", count)
+    overlap = max(0, min(overlap, budget // 2))
+    words: list[tuple[int, int]] = []
+    costs: list[int] = []
+    for m in WORD_RE.finditer(text):
+        words.append(m.span())
+        costs.append(count(m.group()))
     if not words:
         return result
     result.sections_found = 1
-    budget = content_budget(max_tokens, "", count)
-    overlap = max(0, min(overlap, budget // 2))
-    costs = [count(text[s:e]) for s, e in words]
     contents: list[str] = []
     n = len(words)
     i = 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .checkpoint import Ticker
+
 _ALNUM_RUN_RE = re.compile(r"[^\W_]+")
 
 
@@ -41,18 +43,23 @@ def load_token_counter(tokenizer_json_path: str) -> Callable[[str], int]:
 
 
 class Counter:
-    """Memoising wrapper around a token counting callable (the same text is often counted twice)."""
+    """Memoising wrapper around a token counting callable (the same text is often counted twice).
 
-    __slots__ = ("_cache", "_chars", "_fn")
+    Every count is a unit of work for ``tick`` (cancellation), and so may raise what the checkpoint raises.
+    """
+
+    __slots__ = ("_cache", "_chars", "_fn", "tick")
 
     _MAX_CHARS = 8_000_000  # bound on the memory held by the cache
 
-    def __init__(self, fn: Callable[[str], int] | None):
+    def __init__(self, fn: Callable[[str], int] | None, tick: Ticker | None = None):
         self._fn = fn if fn is not None else estimate_tokens
+        self.tick = tick if tick is not None else Ticker(None)
         self._cache: dict[str, int] = {}
         self._chars = 0
 
     def __call__(self, text: str) -> int:
+        self.tick(1 + (len(text) >> 8))
         if not text:
             return 0
         n = self._cache.get(text)
