@@ -24,6 +24,7 @@ split because their dots are not followed by whitespace.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 __all__ = ["split_sentences"]
 
@@ -129,7 +130,11 @@ def _line_kind(line: str) -> str:
     return "text"
 
 
-def _units(text: str) -> list[tuple[int, int, bool]]:
+def _no_tick() -> None:
+    pass
+
+
+def _units(text: str, tick: Callable[[], None]) -> list[tuple[int, int, bool]]:
     """Split text into structural units: (start, end, splittable)."""
     lines: list[tuple[int, int]] = []
     pos = 0
@@ -155,6 +160,7 @@ def _units(text: str) -> list[tuple[int, int, bool]]:
             para_start = None
 
     while i < count:
+        tick()
         ls, le = lines[i]
         line = text[ls:le]
         kind = _line_kind(line)
@@ -168,6 +174,7 @@ def _units(text: str) -> list[tuple[int, int, bool]]:
             j = i + 1
             end = le
             while j < count:
+                tick()
                 js, je = lines[j]
                 stripped = text[js:je].strip()
                 end = je
@@ -194,6 +201,7 @@ def _units(text: str) -> list[tuple[int, int, bool]]:
             end = le
             j = i + 1
             while j < count:
+                tick()
                 js, je = lines[j]
                 if _line_kind(text[js:je]) != "text":
                     break
@@ -237,9 +245,12 @@ def _is_boundary(text: str, unit_start: int, sent_start: int, punct_pos: int, pu
     return not (_NUMERIC_RE.fullmatch(word) and not text[sent_start:ws].strip(" \t\n-*+>#"))
 
 
-def _split_unit(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
+def _split_unit(
+    text: str, start: int, end: int, out: list[tuple[int, int]], tick: Callable[[], None]
+) -> None:
     sent_start = start
     for m in _END_RE.finditer(text, start, end):
+        tick()
         punct_pos = m.start(1)
         if _is_boundary(text, start, sent_start, punct_pos, m.group(1), m.group(4)):
             span = _strip_span(text, sent_start, m.end(2))
@@ -251,14 +262,17 @@ def _split_unit(text: str, start: int, end: int, out: list[tuple[int, int]]) -> 
         out.append(span)
 
 
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Return (start, end) offsets of the sentences / structural units of ``text``, in order."""
+def split_sentences(text: str, tick: Callable[[], None] = _no_tick) -> list[tuple[int, int]]:
+    """Return (start, end) offsets of the sentences / structural units of ``text``, in order.
+
+    ``tick`` is called for every line and every candidate sentence end (the chunker's cancellation).
+    """
     if not text:
         return []
     spans: list[tuple[int, int]] = []
-    for start, end, splittable in _units(text):
+    for start, end, splittable in _units(text, tick):
         if splittable:
-            _split_unit(text, start, end, spans)
+            _split_unit(text, start, end, spans, tick)
         else:
             span = _strip_span(text, start, end)
             if span:

@@ -7,15 +7,20 @@ this module, call one function with `plpy` and `GD`. Errors leave as plpy.error 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from time import monotonic
 
 from . import embed
 from . import words as english
+from .chunking.errors import MAX_DOCUMENT_BYTES
 from .sentences import split_sentences
 
 # SQLSTATEs of our own (class PC), listed in docs/errors.md and mapped by the client.
 ENV_MISSING = "PC001"
 MODEL_UNAVAILABLE = "PC002"
 SETUP_HINT = "Run `make setup` (it builds the DB-side venv); a superuser points setting python_path at it."
+# Long work in the backend runs a query at most this often: where PostgreSQL processes its interrupts.
+CHECKPOINT_SECONDS = 0.05
 
 
 def _setting(plpy, name: str, default: str) -> str:
@@ -66,7 +71,7 @@ def embed_texts(plpy, GD, texts) -> list[str]:
     """pgvector literals for texts (None stays None), in batched encodes of CANCEL_SLICE texts. 54000 when
     the texts together are longer than the setting max_document_bytes."""
     todo = [t for t in texts if t is not None]
-    limit = int(float(_setting(plpy, "max_document_bytes", str(20 * 1024 * 1024))))
+    limit = _max_document_bytes(plpy, MAX_DOCUMENT_BYTES)
     size = sum(len(t.encode("utf-8")) for t in todo)
     if size > limit:
         plpy.error(
@@ -103,18 +108,50 @@ def common_words(plpy, GD, words) -> list[str]:
     return english.common_words(vocabulary, words or [])
 
 
+def _max_document_bytes(plpy, default: int) -> int:
+    value = _setting(plpy, "max_document_bytes", str(default))
+    try:
+        return round(float(value))
+    except (ValueError, OverflowError):
+        plpy.error(f'setting max_document_bytes must be a number, not "{value}"', sqlstate="22023")
+
+
+def _checkpoint(plpy) -> Callable[[], None]:
+    """A checkpoint for long work: `SELECT 1` at most every CHECKPOINT_SECONDS. Python code in the backend
+    is not interrupted; a query is where a pending statement_timeout or pg_cancel_backend is processed, and
+    the error it raises propagates out of the work."""
+    last = monotonic()
+
+    def checkpoint() -> None:
+        nonlocal last
+        now = monotonic()
+        if now - last >= CHECKPOINT_SECONDS:
+            last = now
+            plpy.execute("SELECT 1")
+
+    return checkpoint
+
+
 def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
     """rag._parse: JSON {format, title, sections_found, empty_sections, chunks: [...]} or {error: {...}}."""
-    from .chunking import InputError
+    from .chunking import MAX_DOCUMENT_BYTES, InputError
     from .chunking import parse as parse_document
 
+    max_bytes = _max_document_bytes(plpy, MAX_DOCUMENT_BYTES)
     try:
         counter = _token_counter(GD)
     except ImportError as e:
         plpy.error(f"pgcite_python: cannot load the tokenizer ({e})", hint=SETUP_HINT, sqlstate=ENV_MISSING)
     try:
         result = parse_document(
-            body, fmt, max_tokens=max_tokens, overlap=overlap, count_tokens=counter, allow_empty=True
+            body,
+            fmt,
+            max_tokens=max_tokens,
+            overlap=overlap,
+            count_tokens=counter,
+            allow_empty=True,
+            max_bytes=max_bytes,
+            checkpoint=_checkpoint(plpy),
         )
     except InputError as e:
         # returned, not raised: rag._parsed raises it from PL/pgSQL with a clean message

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 import time
+import tomllib
+from pathlib import Path
 
 import lxml.html
+import pgcite_udfs
 import pytest
 from pgcite_udfs.chunking import (
+    MAX_DOCUMENT_BYTES,
     Chunk,
     InputError,
     ParseResult,
@@ -383,11 +387,33 @@ def test_html_table_and_entities():
     )
 
 
+def nested(open_tags: str, close_tags: str, depth: int, inner: str) -> str:
+    return "<html><body>" + open_tags * depth + inner + close_tags * depth + "</body></html>"
+
+
+@pytest.mark.parametrize("depth", [300, 1000, 2000])
+def test_deep_html_keeps_its_text(depth):
+    res = parse(nested("<div>", "</div>", depth, "<p>deep text</p>"))
+    assert [c.content for c in res.chunks] == ["deep text"]
+    # every construct that renders its content apart (lists, quotes, tables, definitions, sections)
+    for tags in [
+        ("<ul><li>", "</li></ul>"),
+        ("<blockquote>", "</blockquote>"),
+        ('<div class="note">', "</div>"),
+        ("<table><tr><td>", "</td></tr></table>"),
+        ("<dl><dt>t</dt><dd>", "</dd></dl>"),
+        ('<div class="sect1"><h2>s</h2>', "</div>"),
+        ("<section><h3>s</h3>", "</section>"),
+    ]:
+        res = parse(nested(*tags, depth // 3, "<p>deep text</p>"))  # up to 3 elements a level
+        assert "deep text" in "".join(c.content for c in res.chunks), tags
+
+
 def test_too_deep_html_is_refused():
-    html = "<html><body>" + "<div>" * 400 + "<p>deep</p>" + "</div>" * 400 + "</body></html>"
     with pytest.raises(InputError) as ei:
-        parse(html)
+        parse(nested("<div>", "</div>", 3000, "<p>deep</p>"))
     assert ei.value.sqlstate == "54000"
+    assert ei.value.message == "HTML document is nested too deeply" and "2048" in ei.value.hint
 
 
 # --------------------------------------------------------------------------------------------------
@@ -580,6 +606,69 @@ def test_input_errors():
     assert (err.message, err.sqlstate, err.hint, err.detail, str(err)) == ("m", "22P02", "h", "d", "m")
 
 
+def test_size_limit():
+    assert MAX_DOCUMENT_BYTES == 20 * 1024 * 1024  # the default of the setting pgcite.max_document_bytes
+    body = "word " * (MAX_DOCUMENT_BYTES // 5) + "x"
+    with pytest.raises(InputError) as ei:
+        parse(body)
+    e = ei.value
+    assert e.sqlstate == "54000" and e.hint
+    limit = MAX_DOCUMENT_BYTES
+    assert e.message == f"document is {limit + 1} bytes, over the limit of {limit} bytes"
+    # bytes of UTF-8, not characters; the limit itself is allowed
+    assert parse("\u00e9" * 5, max_bytes=10).chunks
+    with pytest.raises(InputError) as ei:
+        parse("\u00e9" * 6, max_bytes=11)
+    assert ei.value.sqlstate == "54000" and "12 bytes" in ei.value.message
+    for chunk in (chunk_html, chunk_markdown, chunk_text):
+        assert chunk("ten bytes.", max_bytes=10).chunks
+        with pytest.raises(InputError) as ei:
+            chunk("ten bytes..", max_bytes=10)
+        assert ei.value.sqlstate == "54000"
+
+
+class Stop(Exception):
+    pass
+
+
+# Long documents of every kind, ~100,000 characters each.
+PROSE = "A sentence of prose, with words.\n" * 3000
+CHECKPOINT_DOCS = [
+    ("html", "<html><body>" + "<p>A paragraph of words.</p>\n" * 4000 + "</body></html>"),
+    ("html", '<div class="sect1"><h2>T</h2>' + "<div><ul><li>item</li></ul></div>\n" * 3000 + "</div>"),
+    ("html", "<div>" * 1500 + PROSE + "</div>" * 1500),
+    ("markdown", "".join(f"# H{i}\n\n" + "Text of the section. " * 20 + "\n\n" for i in range(250))),
+    ("markdown", PROSE),
+    ("markdown", "```\n" + "code line\n" * 10000 + "```\n"),
+    ("text", PROSE),
+    ("text", "x" * 30_000),
+]
+
+
+@pytest.mark.parametrize(("fmt", "body"), CHECKPOINT_DOCS)
+def test_checkpoint_is_called_regularly(fmt, body):
+    calls = 0
+
+    def checkpoint():
+        nonlocal calls
+        calls += 1
+
+    plain = parse(body, fmt)
+    assert parse(body, fmt, checkpoint=checkpoint) == plain
+    assert calls >= len(body) // 20_000, calls  # at least once in every 20,000 characters of input
+
+    def stop_at_third():
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise Stop
+
+    calls = 0
+    with pytest.raises(Stop):
+        parse(body, fmt, checkpoint=stop_at_third)
+    assert calls == 3
+
+
 def test_tolerated_inputs():
     # a few control characters are not garbage; format names are case-insensitive
     res = parse("Line one.\x0cLine two.\n", fmt="TEXT")
@@ -648,3 +737,10 @@ def test_markdown_html_comments_are_not_content():
     assert "Reads data  from the file." in body
     assert "<!-- kept: this is code -->" in body
     assert res.empty_sections == ["only-a-comment"]
+
+
+def test_every_subpackage_is_packaged():
+    root = Path(pgcite_udfs.__file__).parent
+    packages = tomllib.loads((root.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = sorted(".".join(p.parent.relative_to(root.parent).parts) for p in root.rglob("__init__.py"))
+    assert sorted(packages) == found

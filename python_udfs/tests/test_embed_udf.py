@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import time
 from array import array
 
 import pytest
@@ -16,21 +18,28 @@ class PlpyError(Exception):
         self.kw = kw
 
 
-class FakePlpy:
-    """Just enough of PL/Python's plpy: settings lookups (rag._config_text) and plpy.error."""
+class QueryCanceled(Exception):
+    """What plpy.execute raises when PostgreSQL processes a statement_timeout or pg_cancel_backend."""
 
-    def __init__(self, settings=None):
+
+class FakePlpy:
+    """Just enough of PL/Python's plpy: settings lookups, `SELECT 1` (timed; the cancel_at-th one raises
+    QueryCanceled) and plpy.error."""
+
+    def __init__(self, settings=None, cancel_at=None):
         self.settings = settings or {}
+        self.cancel_at = cancel_at
+        self.selects: list[float] = []
 
     def prepare(self, sql, types):
         assert sql == "SELECT rag._config_text($1) AS v" and types == ["text"]
         return sql
 
     def execute(self, plan, args=None):
-        if plan == "SELECT 1":  # where the backend would process a cancel
-            self.interrupt_points = getattr(self, "interrupt_points", 0) + 1
-            if getattr(self, "cancel_at", None) == self.interrupt_points:
-                raise PlpyError("canceling statement due to statement timeout", sqlstate="57014")
+        if plan == "SELECT 1":  # where the backend processes a cancel
+            self.selects.append(time.monotonic())
+            if len(self.selects) == self.cancel_at:
+                raise QueryCanceled("canceling statement due to statement timeout")
             return [{"?column?": 1}]
         if args is None:  # is rag._config_text there (an updated database)?
             assert "to_regprocedure('rag._config_text(text)')" in plan
@@ -104,19 +113,85 @@ def test_parse_returns_errors_instead_of_raising():
 
 def test_long_embedding_work_stops_at_a_cancel_between_slices():
     gd = {}
-    plpy = FakePlpy()
-    plpy.cancel_at = 2
+    plpy = FakePlpy(cancel_at=2)
     texts = [f"text number {i}" for i in range(udf.CANCEL_SLICE * 4)]
-    with pytest.raises(PlpyError) as e:
+    with pytest.raises(QueryCanceled):
         udf.embed_texts(plpy, gd, texts)
-    assert e.value.kw["sqlstate"] == "57014"
     assert gd.get("embedded_texts", 0) == 0  # nothing is reported as embedded
     plpy = FakePlpy()
     out = udf.embed_texts(plpy, gd, texts)
-    assert len(out) == len(texts) and plpy.interrupt_points == 3
+    assert len(out) == len(texts) and len(plpy.selects) == 3
 
 
 def test_too_much_text_to_embed_is_54000():
     with pytest.raises(PlpyError) as e:
         udf.embed_texts(FakePlpy({"max_document_bytes": "100"}), {}, ["x" * 60, "y" * 60])
     assert e.value.kw["sqlstate"] == "54000"
+
+
+def test_parse_limit_is_the_setting_max_document_bytes():
+    gd = {}
+    small = FakePlpy({"max_document_bytes": "16"})
+    over = json.loads(udf.parse(small, gd, "seventeen bytes!!", "text", 256, 32))
+    assert over["error"]["sqlstate"] == "54000"
+    assert "17 bytes" in over["error"]["message"] and "16 bytes" in over["error"]["message"]
+    assert "max_document_bytes" in over["error"]["hint"]
+    assert json.loads(udf.parse(small, gd, "sixteen bytes!!!", "text", 256, 32))["chunks"]
+    with pytest.raises(PlpyError) as e:
+        udf.parse(FakePlpy({"max_document_bytes": "lots"}), gd, "text", "text", 256, 32)
+    assert e.value.kw["sqlstate"] == "22023"
+
+
+# A long document for the checkpoint: ~0.2 MB of Markdown, seconds of tokenizing.
+LONG_MD = "".join(
+    f"## Part {i}\n\n" + "Some words of the part, and a sentence more. " * 40 + "\n\n" for i in range(100)
+)
+
+
+GD: dict = {}  # the backend's cache, shared by the checkpoint tests (the tokenizer is loaded once)
+
+
+class Clock:
+    """A fake monotonic clock that advances by step at every reading."""
+
+    def __init__(self, step: float):
+        self.step = step
+        self.now = 0.0
+        self.readings = 0
+
+    def __call__(self) -> float:
+        self.readings += 1
+        self.now += self.step
+        return self.now
+
+
+def test_parse_runs_a_query_at_most_every_50_ms():
+    plpy = FakePlpy()
+    doc = json.loads(udf.parse(plpy, GD, LONG_MD, "markdown", 256, 32))
+    assert len(doc["chunks"]) == 200
+    assert plpy.selects, "no checkpoint query in a long parse"
+    gaps = [b - a for a, b in itertools.pairwise(plpy.selects)]
+    assert all(g >= udf.CHECKPOINT_SECONDS for g in gaps)
+
+
+def test_parse_checkpoint_follows_the_clock(monkeypatch):
+    clock = Clock(0.02)  # 20 ms a call of the checkpoint: a query every third call
+    monkeypatch.setattr(udf, "monotonic", clock)
+    plpy = FakePlpy()
+    udf.parse(plpy, GD, LONG_MD, "markdown", 256, 32)
+    checkpoints = clock.readings - 1  # one reading when the checkpoint is made
+    assert checkpoints > 30
+    assert len(plpy.selects) == pytest.approx(checkpoints / 3, abs=1)
+    monkeypatch.setattr(udf, "monotonic", Clock(0.0))  # time stands still: no query at all
+    plpy = FakePlpy()
+    udf.parse(plpy, GD, LONG_MD, "markdown", 256, 32)
+    assert plpy.selects == []
+
+
+def test_cancel_during_parse_propagates(monkeypatch):
+    monkeypatch.setattr(udf, "monotonic", Clock(1.0))  # a query at every call of the checkpoint
+    for body, fmt in [(LONG_MD, "markdown"), (LONG_MD, "text"), ("<p>Words and words.</p>\n" * 3000, "html")]:
+        plpy = FakePlpy(cancel_at=3)
+        with pytest.raises(QueryCanceled):
+            udf.parse(plpy, GD, body, fmt, 256, 32)
+        assert len(plpy.selects) == 3, fmt  # not swallowed: the work stopped at the cancel

@@ -1,4 +1,4 @@
--- Parsing and chunking inside PostgreSQL (python_udfs/pgcite_udfs/chunking.py).
+-- Parsing and chunking inside PostgreSQL (python_udfs/pgcite_udfs/chunking/).
 
 CREATE OR REPLACE FUNCTION rag._parse(body text, format text, max_tokens integer, overlap integer)
 RETURNS jsonb
