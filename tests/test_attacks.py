@@ -611,3 +611,26 @@ def test_planner_statistics_show_no_tenant_data(pg, adb):
             " 'member_name')"
         ).fetchall()
         assert rows == []
+
+
+def test_long_parses_stop_at_statement_timeout_and_deep_html_keeps_its_text(pg, adb):
+    with connect(pg, adb, R["writer"]) as c:
+        c.execute("SELECT count(*) FROM rag.chunk_text('warm up: the tokenizer loads once')")
+        deep = (
+            "<html><body>" + "<div>" * 1000 + "<p>The deepest paragraph keeps its text.</p>" + "</div>" * 1000
+        )
+        c.execute("SELECT * FROM rag.ingest('alpha', 'deep.html', %s, 'html')", (deep,))
+        content = c.execute(
+            "SELECT string_agg(content, ' ') FROM rag.chunk"
+            " WHERE doc_key = 'deep.html' AND retired_at IS NULL"
+        ).fetchone()[0]
+        assert "The deepest paragraph keeps its text." in content
+        too_deep = "<html><body>" + "<div>" * 3000 + "<p>x</p>" + "</div>" * 3000
+        assert (
+            fails(c, "SELECT * FROM rag.ingest('alpha', 'too-deep.html', %s, 'html')", (too_deep,)) == "54000"
+        )
+        c.execute("SET statement_timeout = '1s'")
+        t0 = time.monotonic()
+        body = "word " * 3_000_000  # 15 MB of one paragraph: seconds of work
+        assert fails(c, "SELECT count(*) FROM rag.chunk_text(%s)", (body,)) == "57014"
+        assert time.monotonic() - t0 < 10
