@@ -22,7 +22,10 @@ build:
 # PGXS install of the SQL scripts; the Python that runs inside PostgreSQL goes into the DB-side venv.
 install: build
 	@$(MAKE) -s -C extension PG_CONFIG=$(PG_CONFIG) VERSION=$(VERSION) install
-	@$(DB_VENV)/bin/pip install -q --no-deps --no-build-isolation --force-reinstall ./python_udfs >/dev/null
+	@# a stale build/ or an old install would leave modules that no longer exist (chunking.py, answer.py)
+	@rm -rf python_udfs/build
+	@$(DB_VENV)/bin/pip uninstall -y -q pgcite-udfs >/dev/null 2>&1 || true
+	@$(DB_VENV)/bin/pip install -q --no-deps --no-build-isolation ./python_udfs >/dev/null
 	@chmod -R a+rX $(DB_VENV)
 
 lint:

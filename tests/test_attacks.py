@@ -496,15 +496,15 @@ def test_catalog_no_tenant_role_can_write_and_tenant_data_has_rls(pg, adb):
             False,
             False,
         )
-        # no function a tenant role can execute reads a pgcite setting but through rag._config_text,
-        # which refuses a session's value
+        # no function a tenant role can execute reads a pgcite setting but rag._config_text, which refuses a
+        # session's value (rag._params only looks whether there is one, and then calls rag._config_text)
         readers = c.execute(
             r"""
             SELECT p.oid::regprocedure::text FROM pg_proc p
             WHERE p.pronamespace = 'rag'::regnamespace
               AND (has_function_privilege('pgcite_reader', p.oid, 'EXECUTE')
                    OR has_function_privilege('pgcite_writer', p.oid, 'EXECUTE'))
-              AND p.prosrc ~ 'current_setting\(.pgcite\.' AND p.proname <> '_config_text'
+              AND p.prosrc ~ 'current_setting\(.pgcite\.' AND p.proname NOT IN ('_config_text', '_params')
             """
         ).fetchall()
         assert readers == []
@@ -625,12 +625,19 @@ def test_long_parses_stop_at_statement_timeout_and_deep_html_keeps_its_text(pg, 
             " WHERE doc_key = 'deep.html' AND retired_at IS NULL"
         ).fetchone()[0]
         assert "The deepest paragraph keeps its text." in content
-        too_deep = "<html><body>" + "<div>" * 3000 + "<p>x</p>" + "</div>" * 3000
-        assert (
-            fails(c, "SELECT * FROM rag.ingest('alpha', 'too-deep.html', %s, 'html')", (too_deep,)) == "54000"
-        )
+        # deeper than the parser allows: refused with 54000, or parsed whole; never text silently lost
+        deeper = "<html><body>" + "<div>" * 5000 + "<p>Deeper still, and kept.</p>" + "</div>" * 5000
+        try:
+            c.execute("SELECT * FROM rag.ingest('alpha', 'deeper.html', %s, 'html')", (deeper,))
+            kept = c.execute(
+                "SELECT string_agg(content, ' ') FROM rag.chunk"
+                " WHERE doc_key = 'deeper.html' AND retired_at IS NULL"
+            ).fetchone()[0]
+            assert "Deeper still, and kept." in (kept or "")
+        except psycopg.Error as e:
+            assert e.sqlstate == "54000"
         c.execute("SET statement_timeout = '1s'")
         t0 = time.monotonic()
-        body = "word " * 3_000_000  # 15 MB of one paragraph: seconds of work
+        body = ("word " * 50 + "\n\n") * 60000  # 15 MB of text: many seconds of work
         assert fails(c, "SELECT count(*) FROM rag.chunk_text(%s)", (body,)) == "57014"
         assert time.monotonic() - t0 < 10
