@@ -240,6 +240,15 @@ def _text(v: str | None) -> bytes:
     return struct.pack("!i", len(b)) + b
 
 
+def _text_array(items: list[str]) -> bytes:
+    """A text[] field of a binary COPY row: length, then dimensions, flags, element type, bounds, items."""
+    if not items:
+        body = struct.pack("!iiI", 0, 0, 25)
+    else:
+        body = struct.pack("!iiIii", 1, 0, 25, len(items), 1) + b"".join(_text(x) for x in items)
+    return struct.pack("!i", len(body)) + body
+
+
 def _vector(v: np.ndarray) -> bytes:
     return struct.pack("!ihh", 4 + 4 * DIM, DIM, 0) + v.astype(">f4").tobytes()
 
@@ -365,6 +374,21 @@ def load(dbname: str, base: dict, size: int, seed: int, maintenance_work_mem: st
         dropped = _secondary_indexes(conn, "rag.chunk")
         for name, _ in dropped:
             conn.execute(sql.SQL("DROP INDEX {}").format(sql.SQL(name)))
+        # the content words of each base sentence, by the extension's own rag._content_terms; a variant's
+        # sentence has the same words (swapped), so the same terms
+        t0 = time.perf_counter()
+        texts = [c["content"][s:e] for c in chunks for s, e in c["spans"]]
+        sent_terms = []
+        for i in range(0, len(texts), 5000):
+            sent_terms += [
+                _text_array(r[0])
+                for r in conn.execute(
+                    "SELECT rag._content_terms(t) "
+                    "FROM unnest(%s::text[]) WITH ORDINALITY AS u (t, o) ORDER BY o",
+                    (texts[i : i + 5000],),
+                )
+            ]
+        stats["sentence_terms_s"] = round(time.perf_counter() - t0, 1)
 
     # documents and their keys
     t0 = time.perf_counter()
@@ -400,7 +424,8 @@ def load(dbname: str, base: dict, size: int, seed: int, maintenance_work_mem: st
                 "FROM STDIN (FORMAT BINARY)"
             ) as cc,
             c2.cursor().copy(
-                "COPY rag.sentence (chunk_id, ord, start_pos, end_pos, embedding) FROM STDIN (FORMAT BINARY)"
+                "COPY rag.sentence (chunk_id, ord, start_pos, end_pos, embedding, terms) "
+                "FROM STDIN (FORMAT BINARY)"
             ) as sc,
         ):
             cc.write(COPY_HEADER)
@@ -460,10 +485,16 @@ def load(dbname: str, base: dict, size: int, seed: int, maintenance_work_mem: st
                     rows["start"], rows["end"] = spans[:, 0], spans[:, 1]
                     pos += k
                     terms.setdefault(t_no, set()).add(b)
-                s_rows["nf"], s_rows["l1"], s_rows["l2"], s_rows["l3"], s_rows["l4"] = 5, 8, 4, 4, 4
+                s_rows["nf"], s_rows["l1"], s_rows["l2"], s_rows["l3"], s_rows["l4"] = 6, 8, 4, 4, 4
                 s_rows["l5"], s_rows["dim"], s_rows["unused"], s_rows["vec"] = 4 + 4 * DIM, DIM, 0, sv
                 cc.write(bytes(buf))
-                sc.write(s_rows.tobytes())
+                fixed, width = s_rows.tobytes(), _SENT_DTYPE.itemsize
+                sc.write(
+                    b"".join(
+                        fixed[r * width : (r + 1) * width] + sent_terms[x]
+                        for r, x in enumerate(s_idx.tolist())
+                    )
+                )
                 n_sentences += len(s_rows)
                 block.clear()
                 return m
@@ -569,7 +600,7 @@ def ensure(
     dbname: str = "pgcite_bench",
     threads: int = 2,
     embed_minutes: float = 0,
-    maintenance_work_mem: str = "1GB",
+    maintenance_work_mem: str = "",
     workers: int = 1,
     base_limit: int = 0,
 ) -> dict:
@@ -589,6 +620,8 @@ def ensure(
     base = build_base(threads, embed_minutes, base_limit)
     drop_database(dbname)
     ensure_database(dbname)
+    # HNSW builds fast while its graph fits in maintenance_work_mem (~2 kB a 384-dimension vector with m = 16)
+    maintenance_work_mem = maintenance_work_mem or f"{max(1024, size * 3 // 1024)}MB"
     log(f"loading {size} chunks (seed {seed}) into database {dbname}")
     return load(dbname, base, size, seed, maintenance_work_mem, workers)
 
@@ -602,7 +635,9 @@ def main() -> None:
     ap.add_argument(
         "--embed-minutes", type=float, default=0, help="stop embedding after this long (0: no limit)"
     )
-    ap.add_argument("--maintenance-work-mem", default="1GB")
+    ap.add_argument(
+        "--maintenance-work-mem", default="", help="for the index builds (default: 3 kB a chunk, >= 1GB)"
+    )
     ap.add_argument(
         "--workers", type=int, default=1, help="max_parallel_maintenance_workers for index builds"
     )
