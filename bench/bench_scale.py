@@ -377,10 +377,12 @@ def main() -> None:
     result["corpus"] = corpus.ensure(size, seed, dbname)
     result["questions"] = questions.ensure(dbname, per_class, seed)
     result["peer_table"] = ensure_peer(dbname)
+    out = corpus.OUT / f"scale-{size}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     result["latency"] = run_latency(dbname, seed)
+    out.write_text(json.dumps(result, indent=2))  # kept if pgbench fails
     result["pgbench"] = run_pgbench(dbname, clients, duration, warmup) if duration > 0 else None
-    corpus.OUT.mkdir(parents=True, exist_ok=True)
-    (corpus.OUT / f"scale-{size}.json").write_text(json.dumps(result, indent=2))
+    out.write_text(json.dumps(result, indent=2))
     print(report(result))
 
 
