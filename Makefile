@@ -3,13 +3,15 @@
 #   make demo     setup + a private cluster + ingest the PostgreSQL manual + ask a question
 #   make test     setup + lint + all tests against a real PostgreSQL
 #   make lint     sqlfluff on sql/ and migrations/, ruff on Python
-#   make bench    benchmarks that print figures (docs/BENCHMARKS.md)
+#   make bench    benchmarks that print figures (docs/BENCHMARKS.md); SIZE=1000000 DURATION=60 for the scale one
 SHELL := /bin/bash
 PG_CONFIG ?= $(shell scripts/pg_config.sh)
 DB_VENV ?= /opt/pgcite/venv
 VENV := .venv
 VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" extension/pgcite.control)
 PYTEST_ARGS ?=
+SIZE ?= 100000
+DURATION ?= 60
 
 .PHONY: setup build install lint test test-sql test-udfs demo bench clean
 
@@ -45,7 +47,7 @@ demo: setup
 	@bash scripts/demo.sh
 
 bench: setup
-	@bash scripts/bench.sh
+	@SIZE=$(SIZE) DURATION=$(DURATION) bash scripts/bench.sh
 
 clean:
 	@$(MAKE) -s -C extension PG_CONFIG=$(PG_CONFIG) clean
