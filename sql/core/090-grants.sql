@@ -2,7 +2,8 @@
 -- * SECURITY DEFINER functions belong to pgcite_owner (NOLOGIN, not a superuser, owner of the tables) and may
 --   be executed by the role their public wrapper is for: readers, writers or admins. Each checks its caller.
 -- * Every other internal function is revoked from PUBLIC and granted to pgcite_owner (which runs them inside
---   the SECURITY DEFINER functions) and to pgcite_reader (rag.ingest runs some of them as its caller).
+--   the SECURITY DEFINER functions) and to pgcite_reader (rag.ingest runs some of them as its caller), except
+--   rag._generator_call (pgcite_python), which only pgcite_owner may run.
 -- pgcite_python calls this again for the functions it adds.
 CREATE OR REPLACE FUNCTION rag._apply_grants()
 RETURNS integer
@@ -31,6 +32,9 @@ BEGIN
                 ELSE 'pgcite_admin'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
+        ELSIF f.proname IN ('_generator_call') THEN
+            -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, pgcite_reader', f.sig);
         END IF;
@@ -54,8 +58,13 @@ REVOKE ALL ON FUNCTION rag.revoke_tenant(text, regrole) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rag.prune_members() FROM PUBLIC;
 REVOKE ALL ON FUNCTION rag.set_config(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rag.log_head(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.create_generator(text, text, text, text, float8, integer, float8, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.drop_generator(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION rag.create_tenant(text, regconfig) TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.grant_tenant(text, regrole) TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.revoke_tenant(text, regrole) TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.prune_members() TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.set_config(text, text) TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.create_generator(text, text, text, text, float8, integer, float8, text, jsonb)
+TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.drop_generator(text) TO pgcite_admin;
