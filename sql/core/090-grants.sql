@@ -25,8 +25,8 @@ BEGIN
         IF f.prosecdef THEN
             EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO pgcite_owner', f.sig);
             grantee := CASE
-                WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log')
-                    THEN 'pgcite_reader'
+                WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log',
+                    '_context', '_answer_context') THEN 'pgcite_reader'
                 WHEN f.proname IN ('_store_version', '_store_document', '_delete_document', '_lock_document',
                     '_reused_embeddings', '_reused_sentences') THEN 'pgcite_writer'
                 ELSE 'pgcite_admin'
@@ -68,3 +68,5 @@ GRANT EXECUTE ON FUNCTION rag.set_config(text, text) TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.create_generator(text, text, text, text, float8, integer, float8, text, jsonb)
 TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.drop_generator(text) TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.context(text, text, integer, public.vector, jsonb) TO pgcite_reader;
+GRANT EXECUTE ON FUNCTION rag.answer(bigint, jsonb, text, text) TO pgcite_reader;
