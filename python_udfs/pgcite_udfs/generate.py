@@ -112,7 +112,9 @@ class Generator:
         return self.base_url.rstrip("/") + "/chat/completions"
 
 
-def request_body(gen: Generator, messages: Sequence[Mapping[str, Any]], response_format: Mapping | None) -> dict:
+def request_body(
+    gen: Generator, messages: Sequence[Mapping[str, Any]], response_format: Mapping | None
+) -> dict:
     """The chat-completions request: the generator's extra options, then what pgcite sets itself."""
     body: dict[str, Any] = dict(gen.options)
     body.update(
@@ -144,7 +146,9 @@ def _post(url: str, headers: dict, body: dict, timeout_s: float, holder: dict) -
     import httpx2 as httpx
 
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout_s), trust_env=False, follow_redirects=False) as client:
+        with httpx.Client(
+            timeout=httpx.Timeout(timeout_s), trust_env=False, follow_redirects=False
+        ) as client:
             holder["client"] = client
             with client.stream("POST", url, json=body, headers=headers) as response:
                 chunks, size = [], 0
@@ -216,7 +220,10 @@ def call(
     holder: dict[str, Any] = {}
     t0 = time.monotonic()
     worker = threading.Thread(
-        target=_post, args=(gen.url, headers, body, gen.timeout_s, holder), name="pgcite-generator", daemon=True
+        target=_post,
+        args=(gen.url, headers, body, gen.timeout_s, holder),
+        name="pgcite-generator",
+        daemon=True,
     )
     worker.start()
     deadline = t0 + gen.timeout_s + GRACE_S

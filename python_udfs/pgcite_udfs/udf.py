@@ -186,8 +186,8 @@ def generator_call(plpy, GD, name: str, request_json: str) -> str:
             return json.dumps(
                 {
                     "ok": False,
-                    "error": f"the environment variable {gen.api_key_env} (the API key of generator {gen.name})"
-                    " is not set in the database server's environment",
+                    "error": f"the environment variable {gen.api_key_env} (the API key of generator"
+                    f" {gen.name}) is not set in the database server's environment",
                     "elapsed_ms": 0,
                 }
             )
@@ -225,6 +225,8 @@ def support_similarity(plpy, GD, claims_json: str) -> str:
     from . import support
 
     claims = json.loads(claims_json) or []
-    pairs = [(c.get("sentence") or "", [q for q in c.get("quotes") or [] if isinstance(q, str)]) for c in claims]
+    pairs = [
+        (c.get("sentence") or "", [q for q in c.get("quotes") or [] if isinstance(q, str)]) for c in claims
+    ]
     scorer = support.default_model(lambda texts: _encode_cancellable(plpy, GD, texts))
     return json.dumps(scorer.scores(pairs))
