@@ -7,6 +7,20 @@
 -- marker whose quotes support it (rag._support_scores). A reply that fails is retried once with the errors;
 -- a second failure abstains (generator_invalid_output, citation_unverifiable, unsupported_claim).
 
+-- An object without its null members (jsonb_strip_nulls would also strip nested ones, such as a claim's
+-- similarity, which is null without pgcite_python and says so).
+CREATE OR REPLACE FUNCTION rag._without_nulls(p_object jsonb)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.jsonb_object_agg(e.key, e.value), '{}')
+    FROM pg_catalog.jsonb_each(p_object) AS e
+    WHERE pg_catalog.jsonb_typeof(e.value) <> 'null'
+$fn$;
+COMMENT ON FUNCTION rag._without_nulls(jsonb) IS 'Internal: a JSON object without its top-level null members.';
+
 -- ---------------------------------------------------------------- the prompt
 -- The JSON schema of a CitedAnswer (sent as response_format; the same rules as rag._parse_reply and the
 -- pydantic model pgcite_udfs.generate.CitedAnswer).
@@ -512,7 +526,7 @@ DECLARE
     e jsonb;
     attempt jsonb;
 BEGIN
-    attempt := pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object('attempt', p_attempt,
+    attempt := rag._without_nulls(pg_catalog.jsonb_build_object('attempt', p_attempt,
         'elapsed_ms', p_call -> 'elapsed_ms', 'http_status', p_call -> 'http_status',
         'reported_model', p_call -> 'reported_model', 'finish_reason', p_call -> 'finish_reason'));
     IF NOT coalesce((p_call ->> 'ok')::boolean, true) THEN
@@ -576,7 +590,7 @@ BEGIN
     END LOOP;
     RETURN pg_catalog.jsonb_build_object('status', step ->> 'status', 'answer', step ->> 'answer',
         'reason', step ->> 'reason', 'citations', step -> 'citations',
-        'generation', pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+        'generation', rag._without_nulls(pg_catalog.jsonb_build_object(
             'path', 'database', 'generator', g.name, 'model', g.model, 'called', true,
             'sources', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('n', s -> 'n', 'chunk_id', s -> 'chunk_id')
                 ORDER BY (s ->> 'n')::integer) FROM pg_catalog.jsonb_array_elements(sources) AS s),
@@ -588,3 +602,30 @@ $fn$;
 COMMENT ON FUNCTION rag._generate(text, text, bigint[], jsonb) IS
 'Internal: generates and checks an answer with a configured generator (at most two calls): {status, answer, '
 'reason, citations, generation}.';
+
+-- What the caller's row says about a generation: who generated, how each attempt ended, which citations were
+-- rejected and why, by number only, and why a generator was unavailable. The model's raw replies, its rejected quotes and sentences and the errors
+-- quoting them are in the audit log only (rag.ask_log.evidence.generation): nothing the checks removed reaches
+-- the caller.
+CREATE OR REPLACE FUNCTION rag._generation_summary(p_generation jsonb)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT (p_generation - 'attempts') || pg_catalog.jsonb_build_object('attempts', coalesce((
+        SELECT pg_catalog.jsonb_agg(rag._without_nulls(pg_catalog.jsonb_build_object(
+            'attempt', a.value -> 'attempt', 'outcome', a.value -> 'outcome', 'elapsed_ms', a.value -> 'elapsed_ms',
+            'enforce_ms', a.value -> 'enforce_ms', 'http_status', a.value -> 'http_status',
+            'generator', a.value -> 'generator',
+            'rejected', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('n', r -> 'n', 'why', r -> 'why'))
+                FROM pg_catalog.jsonb_array_elements(a.value -> 'rejected') AS r),
+            'unsupported_sentences', (SELECT pg_catalog.jsonb_agg(c -> 'i')
+                FROM pg_catalog.jsonb_array_elements(a.value -> 'claims') AS c
+                WHERE NOT (c ->> 'supported')::boolean),
+            'error', a.value -> 'error')) ORDER BY a.o)
+        FROM pg_catalog.jsonb_array_elements(p_generation -> 'attempts') WITH ORDINALITY AS a (value, o)
+    ), '[]'::jsonb))
+$fn$;
+COMMENT ON FUNCTION rag._generation_summary(jsonb) IS
+'Internal: evidence.generation as the caller gets it: outcomes and rejected numbers, no raw reply or quote.';

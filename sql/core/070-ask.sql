@@ -60,7 +60,6 @@ BEGIN
             answer := g ->> 'answer';
             reason := g ->> 'reason';
             citations := g -> 'citations';
-            evidence := evidence || pg_catalog.jsonb_build_object('generation', g -> 'generation');
         END IF;
     END IF;
     IF generator IS NOT NULL AND g IS NULL THEN
@@ -84,8 +83,14 @@ BEGIN
         ask_id := NULL;
     ELSE
         evidence := evidence || '{"logged": true}'::jsonb;
+        -- the log keeps the whole generation (raw replies, rejections and why); the caller gets its summary
         ask_id := rag._append_log(p_caller, p_tenant, t0, coalesce(p_question, ''), p_k, options, params, t.model,
-            p_query_embedding IS NOT NULL, p.qemb, ids, status, reason, answer, citations, evidence, timings);
+            p_query_embedding IS NOT NULL, p.qemb, ids, status, reason, answer, citations,
+            evidence || CASE WHEN g IS NULL THEN '{}'::jsonb
+                ELSE pg_catalog.jsonb_build_object('generation', g -> 'generation') END, timings);
+    END IF;
+    IF g IS NOT NULL THEN
+        evidence := evidence || pg_catalog.jsonb_build_object('generation', rag._generation_summary(g -> 'generation'));
     END IF;
     RETURN NEXT;
 END

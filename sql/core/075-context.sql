@@ -132,7 +132,7 @@ BEGIN
         CASE WHEN p_reply IS NULL THEN pg_catalog.jsonb_build_object('ok', false,
             'error', coalesce(p_error, 'the caller''s generator returned no reply'))
         ELSE '{"ok": true}'::jsonb END);
-    rec := (step -> 'attempt') || pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+    rec := (step -> 'attempt') || rag._without_nulls(pg_catalog.jsonb_build_object(
         'generator', p_generator, 'role_name', p_caller));
     IF NOT (step ->> 'final')::boolean THEN
         -- the one retry: the caller sends the errors back to its model and calls rag.answer again
@@ -155,7 +155,7 @@ BEGIN
     reason := step ->> 'reason';
     citations := step -> 'citations';
     evidence := c.evidence || pg_catalog.jsonb_build_object('context_id', p_context, 'logged', true,
-        'generation', pg_catalog.jsonb_strip_nulls(pg_catalog.jsonb_build_object(
+        'generation', rag._without_nulls(pg_catalog.jsonb_build_object(
             'path', 'caller', 'generator', p_generator, 'called', true,
             'sources', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('n', s -> 'n', 'chunk_id', s -> 'chunk_id')
                 ORDER BY (s ->> 'n')::integer) FROM pg_catalog.jsonb_array_elements(c.sources) AS s),
@@ -174,6 +174,9 @@ BEGIN
     UPDATE rag.context AS x SET attempts = all_attempts, ask_id = _answer_context.ask_id,
         answered_at = pg_catalog.clock_timestamp()
     WHERE x.context_id = p_context;
+    -- the log keeps the whole generation; the caller gets its summary (no raw reply, no rejected quote)
+    evidence := evidence || pg_catalog.jsonb_build_object('generation',
+        rag._generation_summary(evidence -> 'generation'));
     RETURN NEXT;
 END
 $fn$;

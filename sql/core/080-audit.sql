@@ -286,8 +286,8 @@ COMMENT ON FUNCTION rag._logged_params(jsonb) IS
 
 -- A generated answer checked again (rag.replay): the reply that decided it, checked by rag._enforce_reply
 -- against the chunks retrieved today, numbered as today. No model is called. {checked, status, reason, citations,
--- citations_verify, rejected, errors}; checked false when there is no reply (the generator was not called or
--- was unavailable).
+-- citations_verify, rejected (numbers and why), unsupported_sentences}; checked false when there is no reply (the
+-- generator was not called or was unavailable).
 CREATE OR REPLACE FUNCTION rag._recheck_generation(
     l rag.ask_log, p_chunk_ids bigint[], p_gate_passed boolean, p_min_support float8
 )
@@ -320,7 +320,10 @@ BEGIN
             ELSE '[]' END,
         'citations_verify', CASE WHEN l.status = 'answered'
             THEN (e ->> 'ok')::boolean AND coalesce(e -> 'citations', '[]') = l.citations END,
-        'rejected', e -> 'rejected', 'errors', e -> 'errors');
+        'rejected', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('n', x -> 'n', 'why', x -> 'why'))
+            FROM pg_catalog.jsonb_array_elements(e -> 'rejected') AS x),
+        'unsupported_sentences', (SELECT pg_catalog.jsonb_agg(x -> 'i') FROM pg_catalog.jsonb_array_elements(e -> 'claims')
+            AS x WHERE NOT (x ->> 'supported')::boolean));
 END
 $fn$;
 COMMENT ON FUNCTION rag._recheck_generation(rag.ask_log, bigint[], boolean, float8) IS
