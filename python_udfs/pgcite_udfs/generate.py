@@ -257,5 +257,6 @@ def call(
         out["validation_errors"] = out["validation_errors"] + validation_errors(out["content"])
     for key in ("content", "error"):
         out[key] = _scrub(out.get(key), api_key)
-    out["validation_errors"] = [_scrub(e, api_key) for e in out.get("validation_errors", [])]
+    if "validation_errors" in out:
+        out["validation_errors"] = [_scrub(e, api_key) for e in out["validation_errors"]]
     return {k: v for k, v in out.items() if v is not None}
