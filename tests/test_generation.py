@@ -721,7 +721,7 @@ def test_bring_your_own_works_without_plpython(pg, fresh_db):
                     "SELECT * FROM rag.ask('What removes dead row versions?', 'core', 1, %s::vector, %s)",
                     (e1, '{"generator": "g"}'),
                 )
-            assert sqlstate_of(e) == "0A000" and "rag.context" in e.value.diag.message_hint
+            assert sqlstate_of(e) == "55000" and "rag.context" in e.value.diag.message_hint
             with Client(dsn_of(pg, fresh_db, role)) as client:
                 a = client.ask(
                     "What removes dead row versions?",

@@ -574,7 +574,7 @@ DECLARE
 BEGIN
     IF pg_catalog.to_regprocedure('rag._generator_call(text,jsonb)') IS NULL THEN
         RAISE EXCEPTION USING
-            ERRCODE = 'feature_not_supported',
+            ERRCODE = 'object_not_in_prerequisite_state',
             MESSAGE = 'generated answers in the database need the extension pgcite_python',
             HINT = 'CREATE EXTENSION pgcite_python; or call your own model: rag.context, then rag.answer.';
     END IF;
