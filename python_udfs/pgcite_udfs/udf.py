@@ -203,20 +203,29 @@ def generator_call(plpy, GD, name: str, request_json: str) -> str:
 
 # Texts embedded per slice by the support check; between slices a pending cancel is honoured.
 SUPPORT_SLICE = 32
+# Vectors of recent support texts kept per backend (quotes recur: the same sources, the retry of an answer).
+SUPPORT_CACHE = 2048
 
 
 def _encode_cancellable(plpy, GD, texts: list[str]):
-    """MiniLM vectors of texts (numpy rows), SUPPORT_SLICE at a time with a chance to cancel in between."""
+    """MiniLM vectors of texts (numpy rows): from this backend's cache of recent texts, the others encoded
+    SUPPORT_SLICE at a time with a chance to cancel in between."""
     import numpy as np
 
-    m = model(plpy, GD)
-    parts = []
-    for start in range(0, len(texts), SUPPORT_SLICE):
-        if start:
-            plpy.execute("SELECT 1")  # processes pending interrupts: a cancel raises here
-        parts.append(embed.encode(m, texts[start : start + SUPPORT_SLICE]))
-    GD["embedded_texts"] = GD.get("embedded_texts", 0) + len(texts)
-    return np.concatenate(parts) if parts else np.zeros((0, embed.DIM))
+    cache = GD.setdefault("support_vectors", {})
+    todo = [t for t in dict.fromkeys(texts) if t not in cache]
+    if todo:
+        m = model(plpy, GD)
+        for start in range(0, len(todo), SUPPORT_SLICE):
+            if start:
+                plpy.execute("SELECT 1")  # processes pending interrupts: a cancel raises here
+            part = todo[start : start + SUPPORT_SLICE]
+            for text, vec in zip(part, embed.encode(m, part), strict=True):
+                cache[text] = vec
+        GD["embedded_texts"] = GD.get("embedded_texts", 0) + len(todo)
+        while len(cache) > SUPPORT_CACHE:  # dicts keep insertion order: drop the oldest
+            del cache[next(iter(cache))]
+    return np.stack([cache[t] for t in texts]) if texts else np.zeros((0, embed.DIM))
 
 
 def support_similarity(plpy, GD, claims_json: str) -> str:
@@ -225,6 +234,12 @@ def support_similarity(plpy, GD, claims_json: str) -> str:
     from . import support
 
     claims = json.loads(claims_json) or []
+    # quotes that are whole sentences of their source come with the embedding stored at ingest
+    cache = GD.setdefault("support_vectors", {})
+    for c in claims:
+        for quote, vector in zip(c.get("quotes") or [], c.get("quote_vectors") or [], strict=False):
+            if isinstance(quote, str) and isinstance(vector, str) and quote not in cache:
+                cache[quote] = embed.parse_vector_literal(vector)
     pairs = [
         (c.get("sentence") or "", [q for q in c.get("quotes") or [] if isinstance(q, str)]) for c in claims
     ]

@@ -273,8 +273,9 @@ $fn$;
 COMMENT ON FUNCTION rag._answer_claims(text) IS
 'Internal: the sentences of a generated answer (markers removed) with the source numbers each one carries.';
 
--- How well each sentence is supported by its quotes: [{sentence, quotes}] -> [{lexical, similarity, missing,
--- score, supported}] in the same order. The one place to change for a better judge (an NLI cross-encoder would
+-- How well each sentence is supported by its quotes: [{sentence, quotes, quote_vectors}] -> [{lexical,
+-- similarity, missing, score, supported}] in the same order (quote_vectors: the stored embeddings of quotes that
+-- are whole sentences of their source, or nulls; they spare the model that work). The one place to change for a better judge (an NLI cross-encoder would
 -- replace rag._support_similarity, see docs/generation.md):
 -- * lexical: the share of the sentence's content words (rag._content_terms) found in its quotes;
 -- * similarity: MiniLM cosine of the sentence with its best quote (or all its quotes together), from
@@ -290,6 +291,15 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     sims jsonb;
+    c record;
+    s_terms text [];
+    q_terms text [];
+    all_quotes text;
+    lexical float8;
+    similarity float8;
+    score float8;
+    missing text [];
+    out_scores jsonb := '[]';
 BEGIN
     IF coalesce(pg_catalog.jsonb_array_length(p_claims), 0) = 0 THEN
         RETURN '[]';
@@ -297,33 +307,26 @@ BEGIN
     IF pg_catalog.to_regprocedure('rag._support_similarity(jsonb)') IS NOT NULL THEN
         EXECUTE 'SELECT rag._support_similarity($1)' INTO sims USING p_claims;
     END IF;
-    RETURN (
-        SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-            'lexical', round(x.lexical::numeric, 4), 'similarity', round(x.similarity::numeric, 4),
-            'missing', pg_catalog.to_jsonb(x.missing), 'score', round(x.score::numeric, 4),
-            'supported', x.score >= p_min_support AND x.missing = '{}') ORDER BY x.o)
-        FROM (
-            SELECT y.*, CASE WHEN y.similarity IS NULL THEN y.lexical ELSE (y.lexical + y.similarity) / 2 END AS score
-            FROM (
-                SELECT c.o,
-                    (sims ->> (c.o - 1)::integer)::float8 AS similarity,
-                    (SELECT CASE WHEN pg_catalog.cardinality(st.terms) = 0 THEN 1 ELSE
-                        (SELECT count(*) FROM pg_catalog.unnest(st.terms) AS u (term) WHERE u.term = ANY (qt.terms))::float8
-                        / pg_catalog.cardinality(st.terms) END
-                     FROM (SELECT rag._content_terms(c.value ->> 'sentence') AS terms) AS st,
-                        (SELECT rag._content_terms(q.all_quotes) AS terms) AS qt) AS lexical,
-                    (SELECT coalesce(pg_catalog.array_agg(DISTINCT w.a[1] ORDER BY w.a[1]), '{}')
-                     FROM pg_catalog.regexp_matches(c.value ->> 'sentence',
-                        '([0-9]+(?:[.,][0-9]+)*|[[:alnum:]]+_[[:alnum:]_]*)', 'g') AS w (a)
-                     WHERE pg_catalog.strpos(pg_catalog.lower(q.all_quotes), pg_catalog.lower(w.a[1])) = 0) AS missing
-                FROM pg_catalog.jsonb_array_elements(p_claims) WITH ORDINALITY AS c (value, o)
-                CROSS JOIN LATERAL (
-                    SELECT coalesce(pg_catalog.string_agg(qq.value #>> '{}', ' '), '') AS all_quotes
-                    FROM pg_catalog.jsonb_array_elements(c.value -> 'quotes') AS qq
-                ) AS q
-            ) AS y
-        ) AS x
-    );
+    FOR c IN SELECT e.value, e.o FROM pg_catalog.jsonb_array_elements(p_claims) WITH ORDINALITY AS e (value, o) LOOP
+        SELECT coalesce(pg_catalog.string_agg(q.value #>> '{}', ' '), '') INTO all_quotes
+        FROM pg_catalog.jsonb_array_elements(c.value -> 'quotes') AS q;
+        s_terms := rag._content_terms(c.value ->> 'sentence');
+        q_terms := rag._content_terms(all_quotes);
+        lexical := CASE WHEN pg_catalog.cardinality(s_terms) = 0 THEN 1 ELSE
+            (SELECT count(*) FROM pg_catalog.unnest(s_terms) AS u (term) WHERE u.term = ANY (q_terms))::float8
+            / pg_catalog.cardinality(s_terms) END;
+        SELECT coalesce(pg_catalog.array_agg(DISTINCT w.a[1] ORDER BY w.a[1]), '{}') INTO missing
+        FROM pg_catalog.regexp_matches(c.value ->> 'sentence', '([0-9]+(?:[.,][0-9]+)*|[[:alnum:]]+_[[:alnum:]_]*)', 'g')
+            AS w (a)
+        WHERE pg_catalog.strpos(pg_catalog.lower(all_quotes), pg_catalog.lower(w.a[1])) = 0;
+        similarity := (sims ->> (c.o - 1)::integer)::float8;
+        score := CASE WHEN similarity IS NULL THEN lexical ELSE (lexical + similarity) / 2 END;
+        out_scores := out_scores || pg_catalog.jsonb_build_object(
+            'lexical', round(lexical::numeric, 4), 'similarity', round(similarity::numeric, 4),
+            'missing', pg_catalog.to_jsonb(missing), 'score', round(score::numeric, 4),
+            'supported', score >= p_min_support AND missing = '{}');
+    END LOOP;
+    RETURN out_scores;
 END
 $fn$;
 COMMENT ON FUNCTION rag._support_scores(jsonb, float8) IS
@@ -419,7 +422,13 @@ BEGIN
         SELECT * INTO chk FROM rag.verify('[' || c.n || ']', pg_catalog.jsonb_build_array(pg_catalog.jsonb_build_object(
             'n', c.n, 'chunk_id', ids[c.n], 'quote', c.quote)), ids);
         IF chk.status = 'answered' THEN
-            candidates := candidates || pg_catalog.jsonb_build_object('n', c.n, 'chunk_id', ids[c.n], 'quote', c.quote);
+            -- the support check reads the quote as it stands in the source, with the embedding stored at ingest
+            -- when the quote is one of the source's sentences
+            candidates := candidates || pg_catalog.jsonb_build_object('n', c.n, 'chunk_id', ids[c.n], 'quote', c.quote,
+                'source_text', chk.citations -> 0 -> 'quote',
+                'vector', (SELECT s.embedding::text FROM rag.sentence AS s
+                    WHERE s.chunk_id = ids[c.n] AND s.start_pos = (chk.citations -> 0 ->> 'quote_start')::integer
+                        AND s.end_pos = (chk.citations -> 0 ->> 'quote_end')::integer));
             kept := kept || c.n;
         ELSE
             SELECT min(s.n) INTO elsewhere FROM pg_catalog.generate_series(1, k) AS s (n)
@@ -438,7 +447,10 @@ BEGIN
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
         'i', x.i, 'sentence', x.sentence, 'markers', pg_catalog.to_jsonb(x.markers),
         'kept', pg_catalog.to_jsonb(ARRAY(SELECT m FROM pg_catalog.unnest(x.markers) AS m WHERE m = ANY (kept) ORDER BY m)),
-        'quotes', coalesce((SELECT pg_catalog.jsonb_agg(cd.value -> 'quote' ORDER BY cd.o)
+        'quotes', coalesce((SELECT pg_catalog.jsonb_agg(cd.value -> 'source_text' ORDER BY cd.o)
+            FROM pg_catalog.jsonb_array_elements(candidates) WITH ORDINALITY AS cd (value, o)
+            WHERE (cd.value ->> 'n')::integer = ANY (x.markers)), '[]'::jsonb),
+        'quote_vectors', coalesce((SELECT pg_catalog.jsonb_agg(cd.value -> 'vector' ORDER BY cd.o)
             FROM pg_catalog.jsonb_array_elements(candidates) WITH ORDINALITY AS cd (value, o)
             WHERE (cd.value ->> 'n')::integer = ANY (x.markers)), '[]'::jsonb)
     ) ORDER BY x.i), '[]')
@@ -452,9 +464,11 @@ BEGIN
     END IF;
     support := rag._support_scores((
         SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('sentence', cl.value ->> 'sentence',
-            'quotes', cl.value -> 'quotes') ORDER BY cl.o)
+            'quotes', cl.value -> 'quotes', 'quote_vectors', cl.value -> 'quote_vectors') ORDER BY cl.o)
         FROM pg_catalog.jsonb_array_elements(claims) WITH ORDINALITY AS cl (value, o)
     ), p_min_support);
+    claims := (SELECT pg_catalog.jsonb_agg(cl.value - 'quote_vectors' ORDER BY cl.o)
+        FROM pg_catalog.jsonb_array_elements(claims) WITH ORDINALITY AS cl (value, o));
     -- judge every claim: a marker, a verified quote, and support from the quotes
     SELECT pg_catalog.jsonb_agg(cl.value || CASE
         WHEN pg_catalog.jsonb_array_length(cl.value -> 'markers') = 0 THEN
