@@ -152,7 +152,8 @@ DECLARE
     extra text;
 BEGIN
     IF v IS NULL OR pg_catalog.jsonb_typeof(v) = 'null' THEN
-        RETURN pg_catalog.jsonb_build_object('value', NULL, 'errors', pg_catalog.jsonb_build_array('The reply is empty.'));
+        RETURN pg_catalog.jsonb_build_object('value', NULL,
+            'errors', pg_catalog.jsonb_build_array('The reply is empty.'));
     END IF;
     IF pg_catalog.jsonb_typeof(v) = 'string' THEN
         txt := pg_catalog.btrim(v #>> '{}', E' \t\n\r');
@@ -261,7 +262,8 @@ BEGIN
     RETURN QUERY
     SELECT (pg_catalog.row_number() OVER (ORDER BY s.o))::integer,
         pg_catalog.btrim(pg_catalog.regexp_replace(pg_catalog.replace(
-            pg_catalog.regexp_replace(s.piece, '\s*\[[0-9]{1,6}\]', '', 'g'), pg_catalog.chr(1), '.'), '\s+', ' ', 'g')),
+            pg_catalog.regexp_replace(s.piece, '\s*\[[0-9]{1,6}\]', '', 'g'), pg_catalog.chr(1), '.'),
+            '\s+', ' ', 'g')),
         coalesce((SELECT pg_catalog.array_agg(DISTINCT m.a[1]::integer)
             FROM pg_catalog.regexp_matches(s.piece, '\[([0-9]{1,6})\]', 'g') AS m (a)), '{}')
     FROM pg_catalog.regexp_split_to_table(t, '(?<=[.!?])\s+(?=[^a-z[:space:]])|\s*\n\s*')
@@ -275,8 +277,8 @@ COMMENT ON FUNCTION rag._answer_claims(text) IS
 
 -- How well each sentence is supported by its quotes: [{sentence, quotes, quote_vectors}] -> [{lexical,
 -- similarity, missing, score, supported}] in the same order (quote_vectors: the stored embeddings of quotes that
--- are whole sentences of their source, or nulls; they spare the model that work). The one place to change for a better judge (an NLI cross-encoder would
--- replace rag._support_similarity, see docs/generation.md):
+-- are whole sentences of their source, or nulls; they spare the model that work). The one place to change for a
+-- better judge (an NLI cross-encoder would replace rag._support_similarity, see docs/generation.md):
 -- * lexical: the share of the sentence's content words (rag._content_terms) found in its quotes;
 -- * similarity: MiniLM cosine of the sentence with its best quote (or all its quotes together), from
 --   rag._support_similarity when pgcite_python is installed, else NULL;
@@ -316,8 +318,8 @@ BEGIN
             (SELECT count(*) FROM pg_catalog.unnest(s_terms) AS u (term) WHERE u.term = ANY (q_terms))::float8
             / pg_catalog.cardinality(s_terms) END;
         SELECT coalesce(pg_catalog.array_agg(DISTINCT w.a[1] ORDER BY w.a[1]), '{}') INTO missing
-        FROM pg_catalog.regexp_matches(c.value ->> 'sentence', '([0-9]+(?:[.,][0-9]+)*|[[:alnum:]]+_[[:alnum:]_]*)', 'g')
-            AS w (a)
+        FROM pg_catalog.regexp_matches(c.value ->> 'sentence',
+            '([0-9]+(?:[.,][0-9]+)*|[[:alnum:]]+_[[:alnum:]_]*)', 'g') AS w (a)
         WHERE pg_catalog.strpos(pg_catalog.lower(all_quotes), pg_catalog.lower(w.a[1])) = 0;
         similarity := (sims ->> (c.o - 1)::integer)::float8;
         score := CASE WHEN similarity IS NULL THEN lexical ELSE (lexical + similarity) / 2 END;
@@ -433,9 +435,10 @@ BEGIN
         ELSE
             SELECT min(s.n) INTO elsewhere FROM pg_catalog.generate_series(1, k) AS s (n)
             WHERE s.n <> c.n AND (SELECT x.status FROM rag.verify('[' || s.n || ']', pg_catalog.jsonb_build_array(
-                pg_catalog.jsonb_build_object('n', s.n, 'chunk_id', ids[s.n], 'quote', c.quote)), ids) AS x) = 'answered';
-            rejected := rejected || pg_catalog.jsonb_build_object('n', c.n, 'quote', c.quote, 'why', 'quote_not_in_source',
-                'found_in', elsewhere);
+                pg_catalog.jsonb_build_object('n', s.n, 'chunk_id', ids[s.n], 'quote', c.quote)), ids) AS x)
+                = 'answered';
+            rejected := rejected || pg_catalog.jsonb_build_object('n', c.n, 'quote', c.quote,
+                'why', 'quote_not_in_source', 'found_in', elsewhere);
             errors := errors || pg_catalog.to_jsonb(pg_catalog.format('The quote for [%s] ("%s") does not occur in '
                 'source %s%s.', c.n, rag._excerpt(c.quote, 80), c.n,
                 CASE WHEN elsewhere IS NOT NULL THEN pg_catalog.format(' (it occurs in source %s)', elsewhere) ELSE
@@ -446,7 +449,8 @@ BEGIN
     -- the sentences, each with the verified quotes of the markers it carries
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
         'i', x.i, 'sentence', x.sentence, 'markers', pg_catalog.to_jsonb(x.markers),
-        'kept', pg_catalog.to_jsonb(ARRAY(SELECT m FROM pg_catalog.unnest(x.markers) AS m WHERE m = ANY (kept) ORDER BY m)),
+        'kept', pg_catalog.to_jsonb(ARRAY(
+            SELECT m FROM pg_catalog.unnest(x.markers) AS m WHERE m = ANY (kept) ORDER BY m)),
         'quotes', coalesce((SELECT pg_catalog.jsonb_agg(cd.value -> 'source_text' ORDER BY cd.o)
             FROM pg_catalog.jsonb_array_elements(candidates) WITH ORDINALITY AS cd (value, o)
             WHERE (cd.value ->> 'n')::integer = ANY (x.markers)), '[]'::jsonb),
@@ -606,8 +610,9 @@ BEGIN
         'reason', step ->> 'reason', 'citations', step -> 'citations',
         'generation', rag._without_nulls(pg_catalog.jsonb_build_object(
             'path', 'database', 'generator', g.name, 'model', g.model, 'called', true,
-            'sources', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('n', s -> 'n', 'chunk_id', s -> 'chunk_id')
-                ORDER BY (s ->> 'n')::integer) FROM pg_catalog.jsonb_array_elements(sources) AS s),
+            'sources', (SELECT pg_catalog.jsonb_agg(
+                pg_catalog.jsonb_build_object('n', s -> 'n', 'chunk_id', s -> 'chunk_id') ORDER BY (s ->> 'n')::integer)
+                FROM pg_catalog.jsonb_array_elements(sources) AS s),
             'min_support', (p_params ->> 'min_support')::float8, 'attempts', attempts,
             'outcome', coalesce(step ->> 'reason', 'answered'),
             'model_abstain_reason', step -> 'model_abstain_reason')));
@@ -618,9 +623,9 @@ COMMENT ON FUNCTION rag._generate(text, text, bigint[], jsonb) IS
 'reason, citations, generation}.';
 
 -- What the caller's row says about a generation: who generated, how each attempt ended, which citations were
--- rejected and why, by number only, and why a generator was unavailable. The model's raw replies, its rejected quotes and sentences and the errors
--- quoting them are in the audit log only (rag.ask_log.evidence.generation): nothing the checks removed reaches
--- the caller.
+-- rejected and why, by number only, and why a generator was unavailable. The model's raw replies, its rejected
+-- quotes and sentences and the errors quoting them are in the audit log only (rag.ask_log.evidence.generation):
+-- nothing the checks removed reaches the caller.
 CREATE OR REPLACE FUNCTION rag._generation_summary(p_generation jsonb)
 RETURNS jsonb
 LANGUAGE sql

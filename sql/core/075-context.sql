@@ -157,8 +157,9 @@ BEGIN
     evidence := c.evidence || pg_catalog.jsonb_build_object('context_id', p_context, 'logged', true,
         'generation', rag._without_nulls(pg_catalog.jsonb_build_object(
             'path', 'caller', 'generator', p_generator, 'called', true,
-            'sources', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('n', s -> 'n', 'chunk_id', s -> 'chunk_id')
-                ORDER BY (s ->> 'n')::integer) FROM pg_catalog.jsonb_array_elements(c.sources) AS s),
+            'sources', (SELECT pg_catalog.jsonb_agg(
+                pg_catalog.jsonb_build_object('n', s -> 'n', 'chunk_id', s -> 'chunk_id') ORDER BY (s ->> 'n')::integer)
+                FROM pg_catalog.jsonb_array_elements(c.sources) AS s),
             'min_support', (c.settings ->> 'min_support')::float8,
             'attempts', (SELECT pg_catalog.jsonb_agg(a.value - 'retry_messages' ORDER BY a.o)
                 FROM pg_catalog.jsonb_array_elements(c.attempts || rec) WITH ORDINALITY AS a (value, o)),
@@ -168,8 +169,8 @@ BEGIN
         c.query_embedding_supplied, c.query_embedding, c.chunk_ids, status, reason, answer, citations, evidence,
         c.timings || pg_catalog.jsonb_build_object(
             'answer_check_ms', round((extract(EPOCH FROM pg_catalog.clock_timestamp() - t_start) * 1000)::numeric, 3),
-            'context_to_answer_ms', round((extract(EPOCH FROM pg_catalog.clock_timestamp() - c.created_at) * 1000)::numeric,
-                3)));
+            'context_to_answer_ms',
+            round((extract(EPOCH FROM pg_catalog.clock_timestamp() - c.created_at) * 1000)::numeric, 3)));
     all_attempts := c.attempts || rec;
     UPDATE rag.context AS x SET attempts = all_attempts, ask_id = _answer_context.ask_id,
         answered_at = pg_catalog.clock_timestamp()

@@ -322,8 +322,8 @@ BEGIN
             THEN (e ->> 'ok')::boolean AND coalesce(e -> 'citations', '[]') = l.citations END,
         'rejected', (SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('n', x -> 'n', 'why', x -> 'why'))
             FROM pg_catalog.jsonb_array_elements(e -> 'rejected') AS x),
-        'unsupported_sentences', (SELECT pg_catalog.jsonb_agg(x -> 'i') FROM pg_catalog.jsonb_array_elements(e -> 'claims')
-            AS x WHERE NOT (x ->> 'supported')::boolean));
+        'unsupported_sentences', (SELECT pg_catalog.jsonb_agg(x -> 'i')
+            FROM pg_catalog.jsonb_array_elements(e -> 'claims') AS x WHERE NOT (x ->> 'supported')::boolean));
 END
 $fn$;
 COMMENT ON FUNCTION rag._recheck_generation(rag.ask_log, bigint[], boolean, float8) IS
