@@ -6,6 +6,10 @@
 - `conn`: a connection to `db` inside a transaction that is rolled back after the test. The connection lives
   for the whole session, so the embedding model is loaded once.
 - `fresh_db`: a new empty database (for install tests), dropped afterwards.
+
+The cluster this starts has PGCITE_TEST_API_KEY in its environment (a generator's API key lives in the
+server's environment, never in the database: tests/test_generation.py). With PGCITE_TEST_DSN, start that
+server with the same PGCITE_TEST_API_KEY as the tests to run the API key checks (they skip otherwise).
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ def pg(tmp_path_factory) -> Iterator[PG]:
         yield PG(dsn_for)
         return
     home = Path("/var/tmp") / f"pgcite-test-{os.getpid()}"
+    os.environ.setdefault(
+        "PGCITE_TEST_API_KEY", f"sk-pgcite-test-{uuid.uuid4().hex}"
+    )  # inherited by the server
     cluster = Cluster(home)
     cluster.init()
     cluster.start()

@@ -214,3 +214,92 @@ def score_sentences(plpy, GD, question: str, query_vec: str, passages_json: str)
         hint="ALTER EXTENSION pgcite UPDATE; ALTER EXTENSION pgcite_python UPDATE;",
         sqlstate="55000",
     )
+
+
+# ---------------------------------------------------------------------- generated answers
+GENERATOR_SQL = (
+    "SELECT name, base_url, model, api_key_env, timeout_s, max_tokens, temperature, response_format,"
+    " options::text AS options FROM rag.generator WHERE name = $1"
+)
+
+
+def generator_call(plpy, GD, name: str, request_json: str) -> str:
+    """rag._generator_call: one chat-completions request for the generator `name`, whose row (URL, model,
+    timeout, the name of the API key's environment variable) is read here, under the SECURITY DEFINER
+    function that calls this: no caller chooses where the request goes. Returns the JSON of
+    pgcite_udfs.generate.call; the generator's failures are {"ok": false, "error": ...}, never raised."""
+    import os
+
+    from . import generate
+
+    rows = plpy.execute(plpy.prepare(GENERATOR_SQL, ["text"]), [name])
+    if not rows:
+        plpy.error(f'generator "{name}" does not exist', sqlstate="42704")
+    gen = generate.Generator.from_row(rows[0])
+    request = json.loads(request_json)
+    api_key = None
+    if gen.api_key_env:
+        api_key = os.environ.get(gen.api_key_env)
+        if not api_key:
+            return json.dumps(
+                {
+                    "ok": False,
+                    "error": f"the environment variable {gen.api_key_env} (the API key of generator"
+                    f" {gen.name}) is not set in the database server's environment",
+                    "elapsed_ms": 0,
+                }
+            )
+    result = generate.call(
+        gen,
+        request["messages"],
+        request.get("response_format"),
+        api_key=api_key,
+        check_cancel=lambda: plpy.execute("SELECT 1"),  # a pending cancel raises here
+    )
+    return json.dumps(result)
+
+
+# Texts embedded per slice by the support check; between slices a pending cancel is honoured.
+SUPPORT_SLICE = 32
+# Vectors of recent support texts kept per backend (quotes recur: the same sources, the retry of an answer).
+SUPPORT_CACHE = 2048
+
+
+def _encode_cancellable(plpy, GD, texts: list[str]):
+    """MiniLM vectors of texts (numpy rows): from this backend's cache of recent texts, the others encoded
+    SUPPORT_SLICE at a time with a chance to cancel in between."""
+    import numpy as np
+
+    cache = GD.setdefault("support_vectors", {})
+    todo = [t for t in dict.fromkeys(texts) if t not in cache]
+    if todo:
+        m = model(plpy, GD)
+        for start in range(0, len(todo), SUPPORT_SLICE):
+            if start:
+                plpy.execute("SELECT 1")  # processes pending interrupts: a cancel raises here
+            part = todo[start : start + SUPPORT_SLICE]
+            for text, vec in zip(part, embed.encode(m, part), strict=True):
+                cache[text] = vec
+        GD["embedded_texts"] = GD.get("embedded_texts", 0) + len(todo)
+        while len(cache) > SUPPORT_CACHE:  # dicts keep insertion order: drop the oldest
+            del cache[next(iter(cache))]
+    return np.stack([cache[t] for t in texts]) if texts else np.zeros((0, embed.DIM))
+
+
+def support_similarity(plpy, GD, claims_json: str) -> str:
+    """rag._support_similarity: [{sentence, quotes}] -> JSON list of scores in [0, 1] (null: no quotes), from
+    pgcite_udfs.support.default_model (MiniLM cosine; an NLI model would plug in there)."""
+    from . import support
+
+    claims = json.loads(claims_json) or []
+    # quotes that are whole sentences of their source come with the embedding stored at ingest
+    cache = GD.setdefault("support_vectors", {})
+    for c in claims:
+        for quote, vector in zip(c.get("quotes") or [], c.get("quote_vectors") or [], strict=False):
+            if isinstance(quote, str) and isinstance(vector, str) and quote not in cache:
+                cache[quote] = embed.parse_vector_literal(vector)
+    pairs = [
+        (c.get("sentence") or "", [q for q in c.get("quotes") or [] if isinstance(q, str)]) for c in claims
+    ]
+    scorer = support.default_model(lambda texts: _encode_cancellable(plpy, GD, texts))
+    return json.dumps(scorer.scores(pairs))

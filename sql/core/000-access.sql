@@ -175,6 +175,8 @@ AS $fn$
             'tenants with at most this many live chunks are searched exactly; larger ones through HNSW'),
         ('typo_similarity', 'number', '0.3', 0, 1, false, true, 'trigram cut-off of spelling correction'),
         ('min_score', 'number', '0.5', 0, 1, false, true, 'gate threshold of tenants not calibrated'),
+        ('min_support', 'number', '0.7', 0, 1, false, true,
+            'support a generated sentence needs from its quotes (docs/generation.md)'),
         ('max_document_bytes', 'number', '20971520', 1, 1073741824, false, false,
             'largest document (bytes) rag.ingest, rag.store_document and rag.chunk_* accept'),
         ('model', 'text', 'sentence-transformers/all-MiniLM-L6-v2', NULL, NULL, true, false,

@@ -7,7 +7,7 @@ GRANT USAGE ON SCHEMA rag TO pgcite_reader, pgcite_owner;
 -- Direct reads. Not the embedding or the text search vector of chunks: an ORDER BY embedding or a tsv
 -- match on rag.chunk would let EXPLAIN ANALYZE count other tenants' rows that the policy filtered out.
 GRANT SELECT ON rag.tenant, rag.tenant_member, rag.document, rag.term, rag.ask_log, rag.log_head,
-rag.config, rag.settings TO pgcite_reader;
+rag.config, rag.settings, rag.context TO pgcite_reader;
 GRANT SELECT (
     chunk_id, tenant, document_id, doc_key, doc_version, chunk_index, anchor, section_path, title, content,
     content_hash, token_count, model, ts_config, created_at, retired_at
@@ -56,6 +56,12 @@ USING (tenant = any((SELECT rag._my_tenants())::text[]));
 DROP POLICY IF EXISTS log_head_tenant ON rag.log_head;
 CREATE POLICY log_head_tenant ON rag.log_head FOR SELECT
 USING (tenant = any((SELECT rag._my_tenants())::text[]));
+
+DROP POLICY IF EXISTS context_tenant ON rag.context;
+CREATE POLICY context_tenant ON rag.context FOR SELECT
+USING (tenant = any((SELECT rag._my_tenants())::text[]));
+
+-- rag.generator has no policy and no grant: only pgcite's functions read it (rag.generators lists it).
 
 -- Settings are no secret (rag.settings shows them to readers); they are written only by rag.set_config.
 DROP POLICY IF EXISTS config_read ON rag.config;

@@ -17,11 +17,12 @@ COMMENT ON FUNCTION rag._gate_thresholds(rag.tenant, jsonb) IS
 'Internal: the gate threshold of a tenant (calibrated, else the setting min_score of p_params).';
 
 -- The options of rag.ask, checked and completed with their defaults: every key known, every value a JSON
--- number (or integer) within its bounds; 22023 naming the key otherwise.
+-- number (or integer) within its bounds, generator the name of a generator (sql/core/065-generate.sql); 22023
+-- naming the key otherwise.
 CREATE OR REPLACE FUNCTION rag._answer_options(p_options jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
-IMMUTABLE
+STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
@@ -29,7 +30,8 @@ DECLARE
         "max_quotes": {"default": 2, "min": 1, "max": 10, "integer": true},
         "passages": {"default": 3, "min": 1, "max": 20, "integer": true},
         "quote_margin": {"default": 0.08, "min": 0, "max": 1, "integer": false},
-        "rank_penalty": {"default": 0.1, "min": 0, "max": 1, "integer": false}
+        "rank_penalty": {"default": 0.1, "min": 0, "max": 1, "integer": false},
+        "generator": {"default": null, "type": "generator"}
     }';
     o jsonb := coalesce(p_options, '{}');
     e record;
@@ -49,7 +51,17 @@ BEGIN
             RAISE EXCEPTION USING
                 ERRCODE = 'invalid_parameter_value',
                 MESSAGE = pg_catalog.format('unknown option "%s"', e.key),
-                HINT = 'Options: max_quotes, passages, quote_margin, rank_penalty (docs/sql.md).';
+                HINT = 'Options: max_quotes, passages, quote_margin, rank_penalty, generator (docs/sql.md).';
+        END IF;
+        IF sp ->> 'type' = 'generator' THEN
+            IF pg_catalog.jsonb_typeof(e.value) <> 'string'
+                OR NOT EXISTS (SELECT FROM rag.generator AS g WHERE g.name = e.value #>> '{}') THEN
+                RAISE EXCEPTION USING
+                    ERRCODE = 'invalid_parameter_value',
+                    MESSAGE = pg_catalog.format('option "generator" must name a generator, not %s', e.value::text),
+                    HINT = 'SELECT name FROM rag.generators lists them (docs/generation.md).';
+            END IF;
+            CONTINUE;
         END IF;
         n := CASE WHEN pg_catalog.jsonb_typeof(e.value) = 'number' THEN (e.value #>> '{}')::numeric END;
         IF n IS NULL OR n < (sp ->> 'min')::numeric OR n > (sp ->> 'max')::numeric
@@ -68,8 +80,8 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._answer_options(jsonb) IS
-'Internal: rag.ask''s options checked (22023 naming an unknown key or a value of the wrong type or range) and '
-'completed with defaults.';
+'Internal: rag.ask''s options checked (22023 naming an unknown key, a value of the wrong type or range, or a '
+'generator that does not exist) and completed with defaults.';
 
 -- Sentences of the passages scored lexically in SQL: the fallback when pgcite_python is not installed.
 CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)

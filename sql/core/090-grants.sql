@@ -3,7 +3,8 @@
 --   be executed by the role their public wrapper is for: readers, writers or admins. Each checks its caller.
 -- * Every other internal function is revoked from PUBLIC and granted to pgcite_owner (which runs them inside
 --   the SECURITY DEFINER functions) and to the role that runs it as itself: pgcite_reader for the few that
---   row level security, rag.correct_question and rag.embed need, pgcite_writer for rag.ingest's.
+--   row level security, rag.correct_question and rag.embed need, pgcite_writer for rag.ingest's;
+--   rag._generator_call (pgcite_python) only pgcite_owner may run.
 -- pgcite_python calls this again for the functions it adds.
 CREATE OR REPLACE FUNCTION rag._apply_grants()
 RETURNS integer
@@ -27,13 +28,16 @@ BEGIN
         IF f.prosecdef THEN
             EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO pgcite_owner', f.sig);
             grantee := CASE
-                WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log')
-                    THEN 'pgcite_reader'
+                WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log',
+                    '_context', '_answer_context') THEN 'pgcite_reader'
                 WHEN f.proname IN ('_store_version', '_store_document', '_delete_document', '_lock_document',
                     '_reused_embeddings', '_reused_sentences') THEN 'pgcite_writer'
                 ELSE 'pgcite_admin'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
+        ELSIF f.proname IN ('_generator_call') THEN
+            -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function
+            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             -- readers: what row level security, rag.correct_question and rag.embed run as the reader;
             -- writers: what rag.ingest runs as the writer (parsing, chunking: CPU in proportion to input)
@@ -64,8 +68,15 @@ REVOKE ALL ON FUNCTION rag.revoke_tenant(text, regrole) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rag.prune_members() FROM PUBLIC;
 REVOKE ALL ON FUNCTION rag.set_config(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION rag.log_head(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.create_generator(text, text, text, text, float8, integer, float8, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.drop_generator(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION rag.create_tenant(text, regconfig) TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.grant_tenant(text, regrole) TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.revoke_tenant(text, regrole) TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.prune_members() TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.set_config(text, text) TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.create_generator(text, text, text, text, float8, integer, float8, text, jsonb)
+TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.drop_generator(text) TO pgcite_admin;
+GRANT EXECUTE ON FUNCTION rag.context(text, text, integer, public.vector, jsonb) TO pgcite_reader;
+GRANT EXECUTE ON FUNCTION rag.answer(bigint, jsonb, text, text) TO pgcite_reader;

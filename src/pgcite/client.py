@@ -12,9 +12,10 @@ runs under a savepoint so that a failed call does not abort the owner's transact
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import subprocess
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -28,6 +29,12 @@ from .types import Answer, IngestResult, LogVerification, ReplayResult, Retrieve
 Params = Sequence[Any] | Mapping[str, Any] | None
 Row = dict[str, Any]
 EmbeddingLike = Vector | Sequence[float] | Any  # list, tuple, numpy array or pgvector.Vector
+# Your own generator (Client.ask(generate=...)): gets the request {"messages": [...], "response_format":
+# {...}} pgcite would send to a chat-completions endpoint, returns the model's reply: its raw text or the
+# CitedAnswer as a dict. An exception means the generator failed (the answer abstains with
+# generator_unavailable).
+Generate = Callable[[dict[str, Any]], "str | Mapping[str, Any]"]
+AsyncGenerate = Callable[[dict[str, Any]], "str | Mapping[str, Any] | Awaitable[str | Mapping[str, Any]]"]
 
 APPLICATION_NAME = "pgcite"
 PGCITE_EXTENSIONS = ("pgcite", "pgcite_python", "vector", "pg_trgm", "fuzzystrmatch", "plpython3u")
@@ -124,6 +131,22 @@ class _Q:
         )
 
     @staticmethod
+    def context(
+        question: str, tenant: str, k: int, qemb: Any, options: Mapping[str, Any] | None
+    ) -> tuple[str, Params]:
+        return (
+            "SELECT * FROM rag.context(%s, %s, %s, %s::public.vector, %s::jsonb)",
+            (question, tenant, k, qemb, Jsonb(dict(options or {}))),
+        )
+
+    @staticmethod
+    def answer(context_id: int, reply: Any, generator: str | None, error: str | None) -> tuple[str, Params]:
+        return (
+            "SELECT * FROM rag.answer(%s, %s::jsonb, %s, %s)",
+            (context_id, None if reply is None else Jsonb(reply), generator, error),
+        )
+
+    @staticmethod
     def explain(question: str, tenant: str, k: int) -> tuple[str, Params]:
         return "SELECT * FROM rag.explain(%s, %s, %s)", (question, tenant, k)
 
@@ -160,6 +183,33 @@ class _Q:
         " (SELECT count(*) FROM rag.ask_log) AS asks",
         None,
     )
+
+
+def _context_answer(ctx: Row) -> Answer:
+    """The Answer of a rag.context row that needs no generator (the gate refused; already logged)."""
+    return Answer.from_row(
+        {
+            "ask_id": ctx.get("ask_id"),
+            "status": ctx["status"],
+            "answer": None,
+            "reason": ctx.get("reason"),
+            "citations": [],
+            "evidence": ctx.get("evidence") or {},
+        }
+    )
+
+
+def _reply_param(reply: Any) -> Any:
+    """A generator's reply as rag.answer takes it: a dict as the JSON object, anything else as its text."""
+    if isinstance(reply, Mapping):
+        return dict(reply)
+    if isinstance(reply, bytes):
+        return reply.decode("utf-8", errors="replace")
+    return str(reply)
+
+
+def _generator_name(generate: Any, name: str | None) -> str | None:
+    return name or getattr(generate, "__name__", None) or type(generate).__name__
 
 
 def _one(rows: list[Row], what: str) -> Row:
@@ -332,10 +382,35 @@ class Client:
         k: int = 5,
         query_embedding: EmbeddingLike | None = None,
         options: Mapping[str, Any] | None = None,
+        *,
+        generate: Generate | None = None,
+        generator_name: str | None = None,
     ) -> Answer:
-        """An extractive answer with verified citations, or an abstention (Answer.status)."""
+        """An extractive answer with verified citations, or an abstention (Answer.status).
+
+        With `generate` (your own model, e.g. on a managed PostgreSQL without PL/Python): rag.context
+        retrieves and gates, `generate(request)` gets the chat-completions request {messages,
+        response_format} and returns the model's reply (text or a CitedAnswer dict), and rag.answer holds it
+        to the same proof as a configured generator: one retry with the errors (generate is called again),
+        then answered or abstained. An exception from `generate` is recorded as generator_unavailable.
+        `generator_name` is logged."""
         qemb = _embedding_param(query_embedding, self._vector)
-        return Answer.from_row(_one(self._fetch(*_Q.ask(question, tenant, k, qemb, options)), "rag.ask"))
+        if generate is None:
+            return Answer.from_row(_one(self._fetch(*_Q.ask(question, tenant, k, qemb, options)), "rag.ask"))
+        ctx = _one(self._fetch(*_Q.context(question, tenant, k, qemb, options)), "rag.context")
+        if ctx["status"] != "ready":
+            return _context_answer(ctx)
+        name = _generator_name(generate, generator_name)
+        request = dict(ctx["prompt"])
+        while True:
+            try:
+                reply, error = _reply_param(generate(request)), None
+            except Exception as exc:  # the caller's generator failed: recorded, not raised
+                reply, error = None, f"{type(exc).__name__}: {exc}"
+            row = _one(self._fetch(*_Q.answer(ctx["context_id"], reply, name, error)), "rag.answer")
+            if row["status"] != "retry":
+                return Answer.from_row(row)
+            request = dict(row["evidence"]["retry"])
 
     def explain(self, question: str, tenant: str, k: int = 8) -> list[Row]:
         """rag.explain's rows as dicts (their columns are not fixed)."""
@@ -499,11 +574,33 @@ class AsyncClient:
         k: int = 5,
         query_embedding: EmbeddingLike | None = None,
         options: Mapping[str, Any] | None = None,
+        *,
+        generate: AsyncGenerate | None = None,
+        generator_name: str | None = None,
     ) -> Answer:
+        """Client.ask; `generate` may be a coroutine function."""
         qemb = _embedding_param(query_embedding, self._vector)
-        return Answer.from_row(
-            _one(await self._fetch(*_Q.ask(question, tenant, k, qemb, options)), "rag.ask")
-        )
+        if generate is None:
+            return Answer.from_row(
+                _one(await self._fetch(*_Q.ask(question, tenant, k, qemb, options)), "rag.ask")
+            )
+        ctx = _one(await self._fetch(*_Q.context(question, tenant, k, qemb, options)), "rag.context")
+        if ctx["status"] != "ready":
+            return _context_answer(ctx)
+        name = _generator_name(generate, generator_name)
+        request = dict(ctx["prompt"])
+        while True:
+            try:
+                out = generate(request)
+                if inspect.isawaitable(out):
+                    out = await out
+                reply, error = _reply_param(out), None
+            except Exception as exc:
+                reply, error = None, f"{type(exc).__name__}: {exc}"
+            row = _one(await self._fetch(*_Q.answer(ctx["context_id"], reply, name, error)), "rag.answer")
+            if row["status"] != "retry":
+                return Answer.from_row(row)
+            request = dict(row["evidence"]["retry"])
 
     async def explain(self, question: str, tenant: str, k: int = 8) -> list[Row]:
         return await self._fetch(*_Q.explain(question, tenant, k))

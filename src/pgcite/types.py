@@ -59,7 +59,7 @@ class Answer:
     """The one row of rag.ask: an answer with citations, or an abstention with its reason."""
 
     ask_id: int | None
-    status: str  # answered | abstained
+    status: str  # answered | abstained (rag.answer: retry, handled by Client.ask)
     answer: str | None
     reason: str | None
     citations: list[Citation] = field(default_factory=list)
@@ -95,6 +95,13 @@ class Answer:
         """The answer gate's signals and thresholds (evidence.gate)."""
         gate = self.evidence.get("gate")
         return gate if isinstance(gate, dict) else {}
+
+    @property
+    def generation(self) -> dict[str, Any]:
+        """How a generated answer came about (evidence.generation: generator, model, attempts); {} if
+        extractive."""
+        generation = self.evidence.get("generation")
+        return generation if isinstance(generation, dict) else {}
 
     @property
     def chunks(self) -> list[dict[str, Any]]:
@@ -187,6 +194,9 @@ class ReplayResult:
     fingerprint_now: str | None
     chunks_then: list[int]
     chunks_now: list[int]
+    # generated answers: do the stored reply's citations still verify against today's chunks (None otherwise)
+    citations_verify: bool | None = None
+    recheck: dict[str, Any] | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> ReplayResult:
@@ -197,6 +207,8 @@ class ReplayResult:
             fingerprint_now=row.get("fingerprint_now"),
             chunks_then=[int(x) for x in row.get("chunks_then") or []],
             chunks_now=[int(x) for x in row.get("chunks_now") or []],
+            citations_verify=row.get("citations_verify"),
+            recheck=row.get("recheck"),
         )
 
     def to_dict(self) -> dict[str, Any]:
