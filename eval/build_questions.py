@@ -493,6 +493,223 @@ TINY = [
     ("tiny-006", O, "What is the capital of Australia?", []),
 ]
 
+# Strings (case-insensitive; runs of white space count as one space) any one of which a correct answer's text
+# must contain: the fact that answers the question, copied from the expected section's own text. Written from
+# the sections alone, before any pgcite answer to these questions was looked at; check_questions.py checks that
+# each occurs in an expected section. Every answerable and typo question of DEV has them.
+ANSWER_HAS = {
+    # ---------------- Chapter 11: Indexes ----------------
+    "idx-001": ["CREATE INDEX test1_id_index", "DROP INDEX"],
+    "idx-002": ["anchored to the beginning of the string", "col LIKE 'foo%'"],
+    "idx-003": ["simple equality comparisons", "using the equal operator"],
+    "idx-004": [
+        "well-correlated with the physical order",
+        "minimum and maximum values",
+        "store summaries about the values",
+    ],
+    "idx-005": [
+        "scanned from the first entry with a = 5 and b = 42",
+        "do not reduce the portion of the index that has to be scanned",
+        "they'd still have to be scanned through",
+    ],
+    "idx-006": ["(x ASC, y DESC)", "(x DESC, y ASC)"],
+    "idx-007": [
+        "could not directly use the index",
+        "combine multiple indexes",
+        "form AND and OR conditions across several index scans",
+        "bitmaps are then ANDed and ORed",
+    ],
+    "idx-008": ["no need to manually create indexes on unique columns", "automatically creates a unique index"],
+    "idx-009": ["CREATE INDEX test1_lower_col1_idx", "defined on the result of the lower(col1) function"],
+    "idx-010": [
+        "INCLUDE clause listing the extra columns",
+        "are not part of the search key",
+        "INCLUDE (y)",
+        "covering index",
+        "unless the table changes slowly enough",
+    ],
+    "idx-011": [
+        "pattern matching expressions (LIKE or POSIX regular expressions)",
+        "cannot use the xxx_pattern_ops",
+        "default operator class if you want queries involving ordinary",
+        "special operator class to support indexing of pattern-matching queries",
+    ],
+    "idx-012": ["enable_seqscan", "turning off sequential scans"],
+    "idx-013": ["nearest-neighbor"],
+    "idx-014": [
+        "CREATE UNIQUE INDEX tests_success_constraint",
+        "unique index over a subset of a table",
+        "enforces uniqueness among the rows that satisfy the index predicate",
+    ],
+    "idx-015": [
+        "cannot accelerate queries that involve some other collation",
+        "only one collation per index column",
+        "additional index could be created that supports",
+    ],
+    # ---------------- Chapter 12: Full Text Search ----------------
+    "fts-001": ["no linguistic support", "no ordering (ranking)", "no index support", "index saved for later"],
+    "fts-002": ["no normalization of the word rats", "rats does not match rat", "assumed already normalized"],
+    "fts-003": ["ALTER DATABASE"],
+    "fts-004": [
+        "separate-column approach",
+        "expression-index approach is simpler",
+        "requires less disk space",
+        "searches will be faster",
+    ],
+    "fts-005": ["recognized as stop words", "plural form of rat", "no dictionaries assigned for its token type"],
+    "fts-006": ["never raise syntax errors", "raw user-supplied input"],
+    "fts-007": [
+        "normalization option",
+        "how a document's length should impact its rank",
+        "divides the rank by the document length",
+        "divides the rank by 1 + the logarithm of the document length",
+    ],
+    "fts-008": [
+        "function ts_headline",
+        "returns an excerpt from the document in which terms from the query are highlighted",
+        "not guaranteed to be safe for direct inclusion in web pages",
+    ],
+    "fts-009": ["ts_rewrite", "without reindexing"],
+    "fts-010": ["Paris paris line", "synonym dictionary", "TEMPLATE = synonym"],
+    "fts-011": [
+        "GIN indexes are the preferred text search index type",
+        "GiST index is lossy",
+        "limits the usefulness of GiST indexes",
+    ],
+    "fts-012": [
+        "less than 2 kilobytes",
+        "256 positions per lexeme",
+        "less than 1 megabyte",
+        "no more than 16,383",
+    ],
+    "fts-013": [
+        "stored generated column",
+        "GENERATED ALWAYS AS",
+        "tsvector_update_trigger",
+        "trigger to update the tsvector column",
+    ],
+    "fts-014": ["ts_lexize function facilitates dictionary testing", "ts_lexize returns an array of lexemes"],
+    # ---------------- Chapter 25: Routine Database Maintenance Tasks ----------------
+    "mnt-001": [
+        "VACUUM FULL can reclaim more disk space but runs much more slowly",
+        "strive to use standard VACUUM and avoid VACUUM FULL",
+        "moderately-frequent standard VACUUM runs are a better approach",
+        "VACUUM FULL actively compacts tables",
+    ],
+    "mnt-002": [
+        "will not return the space to the operating system",
+        "VACUUM FULL actively compacts tables",
+        "return the disk space to the operating system",
+        "you will need to use VACUUM FULL",
+    ],
+    "mnt-003": ["TRUNCATE rather than using DELETE followed by VACUUM", "TRUNCATE removes the entire content"],
+    "mnt-004": [
+        "does not issue ANALYZE commands for partitioned tables",
+        "do not trigger analyze on the parent table",
+        "run ANALYZE on the parent table manually",
+        "manually running ANALYZE on partitioned tables",
+        "not processed by autovacuum",
+        "manual ANALYZE on those tables",
+    ],
+    "mnt-005": ["timestamp column that contains the time of row update", "more frequent statistics updates"],
+    "mnt-006": [
+        "checks the visibility map first",
+        "heap fetch can be skipped",
+        "answer some queries using only the index",
+        "visibility map, which speeds up index-only scans",
+    ],
+    "mnt-007": [
+        "once every two billion transactions",
+        "suffer transaction ID wraparound",
+        "catastrophic data loss",
+        "VACUUM will mark rows as frozen",
+    ],
+    "mnt-008": ["age(datfrozenxid)", "age(c.relfrozenxid)"],
+    "mnt-009": [
+        "row locking by multiple transactions",
+        "implemented as a 32-bit counter",
+        "refuse to generate new MXIDs",
+        "20GB before reaching wraparound",
+    ],
+    "mnt-010": [
+        "will interrupt the autovacuum",
+        "conflicts with the SHARE UPDATE EXCLUSIVE lock",
+        "prevent autovacuums from ever completing",
+    ],
+    "mnt-011": [
+        "CONCURRENTLY",
+        "most, but not all, keys in each range are eventually deleted",
+        "periodic reindexing is recommended",
+        "freshly-constructed index is slightly faster",
+    ],
+    "mnt-012": ["logging_collector", "rotatelogs", "logrotate", "built-in log rotation facility", "send it to syslog"],
+    "mnt-013": [
+        "how old an XID value has to be before rows bearing that XID will be frozen",
+        "soon be modified again",
+        "useless work",
+    ],
+    "mnt-014": ["not necessary or desirable to stop the postmaster", "this is no longer necessary"],
+    "mnt-015": ["vacuum threshold", "vacuum base threshold", "autovacuum_vacuum_scale_factor"],
+    # ---------------- Chapter 26: Backup and Restore ----------------
+    "bak-001": ["internally consistent", "does not block other operations"],
+    "bak-002": ["ON_ERROR_STOP", "--single-transaction", "as a single transaction"],
+    "bak-003": ["pg_dumpall", "--globals-only"],
+    "bak-004": [
+        "compressed dumps",
+        "| gzip",
+        "split -b",
+        "split command allows you to split the output",
+        "custom dump format",
+        "pg_dump -Fc",
+    ],
+    "bak-005": ["must be shut down in order to get a usable backup", "frozen snapshot", "rsync"],
+    "bak-006": [
+        "cannot be used as part of a continuous-archiving solution",
+        "do not contain enough information to be used by WAL replay",
+    ],
+    "bak-007": ["archive_mode to on", "wal_level configuration parameter to replica"],
+    "bak-008": ["archive_timeout", "pg_switch_wal"],
+    "bak-009": ["recovery target", "required stopping point", "restore_command", "recovery.signal"],
+    "bak-010": [
+        "notion of timelines",
+        "new timeline is created",
+        "timeline ID number is part of WAL segment file names",
+    ],
+    "bak-011": ["backup_label", "tablespace_map", "second of these fields should be written"],
+    "bak-012": [
+        "omit from the backup",
+        "pg_replslot/",
+        "postmaster.pid",
+        "pgsql_tmp",
+        "pg_internal.init",
+        "pg_dynshmem/",
+        "can be omitted from the backup",
+    ],
+    "bak-013": ["numerically less are no longer needed", "can be deleted"],
+    "bak-014": ["-X parameter", "no special action is required to restore"],
+    "bak-015": [
+        "WAL-logged with the literal absolute path",
+        "overwrite the contents of the original tablespace",
+        "new base backup after creating or dropping tablespaces",
+    ],
+    # ---------------- tiny.jsonl ----------------
+    "tiny-001": ["simple equality comparisons", "using the equal operator"],
+    "tiny-002": [
+        "strive to use standard VACUUM and avoid VACUUM FULL",
+        "can run in parallel with production database operations",
+        "moderately-frequent standard VACUUM runs are a better approach",
+    ],
+    "tiny-003": ["autovacuum_naptime", "autovacuum_max_workers"],
+    "tiny-004": ["well-correlated with the physical order"],
+}
+
+
+def record(qid, kind, question, expect, split):
+    r = {"id": qid, "question": question, "expect": expect, "kind": kind, "split": split}
+    if qid in ANSWER_HAS:
+        r["answer_has"] = ANSWER_HAS[qid]
+    return r
+
 
 def assign_splits(rows):
     out = []
@@ -501,7 +718,7 @@ def assign_splits(rows):
         i = seen.get(kind, 0)
         seen[kind] = i + 1
         split = "calibration" if i % 2 == 0 else "test"
-        out.append({"id": qid, "question": question, "expect": expect, "kind": kind, "split": split})
+        out.append(record(qid, kind, question, expect, split))
     return out
 
 
@@ -514,7 +731,7 @@ def write(path, records):
 
 def main():
     write(os.path.join(HERE, "pgdocs-dev.jsonl"), assign_splits(DEV))
-    tiny = [{"id": q, "question": t, "expect": e, "kind": k, "split": "test"} for q, k, t, e in TINY]
+    tiny = [record(q, k, t, e, "test") for q, k, t, e in TINY]
     write(os.path.join(HERE, "tiny.jsonl"), tiny)
 
 
