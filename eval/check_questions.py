@@ -5,6 +5,7 @@ Usage:
   python3 eval/check_questions.py                      # eval/pgdocs-dev.jsonl, full corpus
   python3 eval/check_questions.py --files routine-vacuuming.html indexes-types.html \
           --splits test eval/tiny.jsonl
+  python3 eval/check_questions.py --kinds out_of_corpus eval/offtopic.jsonl
 
 What it does:
   * Full-corpus mode (no --files): globs the corpus in --html-dir and fails unless
@@ -193,7 +194,7 @@ def ancestors(sections, sid):
     return out
 
 
-def check_questions(path, sections, required_splits, errors, warnings, notes):
+def check_questions(path, sections, required_splits, errors, warnings, notes, required_kinds=KINDS):
     counts = collections.Counter()
     ids = set()
     texts = set()
@@ -289,7 +290,7 @@ def check_questions(path, sections, required_splits, errors, warnings, notes):
     for s in required_splits:
         if s not in present_splits:
             errors.append(f"{path}: split {s!r} is missing")
-        for k in KINDS:
+        for k in required_kinds:
             if counts[(k, s)] == 0:
                 errors.append(f"{path}: no {k} question in split {s!r}")
     extra = present_splits - set(required_splits)
@@ -352,6 +353,11 @@ def main(argv=None):
         default="calibration,test",
         help="comma-separated splits that must be present (default: calibration,test)",
     )
+    ap.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help="comma-separated kinds each required split must contain (default: all three)",
+    )
     ap.add_argument("--list-sections", action="store_true", help="print every collected section id")
     args = ap.parse_args(argv)
 
@@ -391,9 +397,13 @@ def main(argv=None):
     for s in splits:
         if s not in SPLITS:
             errors.append(f"--splits: unknown split {s!r}")
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    for k in kinds:
+        if k not in KINDS:
+            errors.append(f"--kinds: unknown kind {k!r}")
     qfiles = args.questions or [DEFAULT_QUESTIONS]
     for qf in qfiles:
-        counts = check_questions(qf, sections, splits, errors, warnings, notes)
+        counts = check_questions(qf, sections, splits, errors, warnings, notes, kinds)
         print_counts(qf, counts, SPLITS)
 
     for n in notes:
