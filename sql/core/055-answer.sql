@@ -241,6 +241,7 @@ DECLARE
     n_visible bigint;
     best_sim float8;
     coverage float8;
+    covered jsonb;
     names_found float8;
     best_sentence float8;
     gate_score float8;
@@ -273,24 +274,26 @@ BEGIN
 
     n_visible := rag._live_chunks(p_tenant);
 
-    -- Share of the question's words (after typo correction) that the top passages contain.
-    SELECT coalesce(avg((EXISTS (
-        SELECT FROM rag.chunk AS c
-        WHERE c.chunk_id = ANY (ids[1:n_passages]) AND c.tsv @@ pg_catalog.quote_literal(l.lexeme)::tsquery
-    ))::integer), 0)
-    INTO coverage
-    FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected))) AS l (lexeme);
+    -- Share of the question's specific words (after typo correction; generic words and words bound to a longer
+    -- term do not count, short questions are drawn towards 0.5) that the top passages contain: rag._coverage.
+    covered := rag._coverage(p_tenant, t.ts_config, corrected, ids[1:n_passages], n_visible);
+    coverage := (covered ->> 'coverage')::float8;
 
-    -- The question's names (rag._question_names: settings, functions, not the user's own objects): the
-    -- share of them that the top passages contain. A passage that never names the setting or function
-    -- asked about does not answer the question, however close its topic. NULL: the question names none.
+    -- The question's names (rag._question_names: settings, functions, not the user's own objects; and
+    -- rag._proper_names: products, languages, places as asked): the share of them that the top passages
+    -- contain. A passage that never names the setting, function or product asked about does not answer the
+    -- question, however close its topic. NULL: the question names none.
     SELECT avg((EXISTS (
         SELECT FROM rag.chunk AS c
         WHERE c.chunk_id = ANY (ids[1:n_passages])
             AND pg_catalog.lower(c.title || ' ' || c.content) ~ ('\m' || x.name || '\M')
     ))::integer)
     INTO names_found
-    FROM pg_catalog.unnest(rag._question_names(corrected)) AS x (name);
+    FROM (
+        SELECT DISTINCT y.name FROM pg_catalog.unnest(rag._question_names(corrected)
+            || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name)))
+            AS y (name)
+    ) AS x;
 
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
         ORDER BY o.n), '[]')
@@ -325,7 +328,7 @@ BEGIN
             'score', gate_score, 'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
             'sentence', round(best_sentence::numeric, 6), 'names', round(names_found::numeric, 6)),
         'thresholds', thresholds, 'failed', pg_catalog.to_jsonb(failed), 'passed', failed = '{}',
-        'corrected_question', corrected);
+        'corrected_question', corrected, 'words', covered -> 'words');
     evidence := pg_catalog.jsonb_build_object(
         'chunks', ranked, 'gate', gate, 'complete', n_visible >= p_k, 'visible_chunks', n_visible,
         'fingerprint', fingerprint, 'sentence_scoring', CASE WHEN best_sentence IS NULL THEN 'lexical' ELSE 'minilm' END);
@@ -340,7 +343,7 @@ BEGIN
     END IF;
 
     -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.
-    picked := rag._choose_quotes(corrected, ids[1:n_passages], scored, max_quotes, margin, rank_penalty);
+    picked := rag._choose_quotes(p_question, corrected, ids[1:n_passages], scored, max_quotes, margin, rank_penalty);
     SELECT
         pg_catalog.string_agg((x.q ->> 'quote') || ' [' || x.n || ']', ' ' ORDER BY x.o),
         pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(

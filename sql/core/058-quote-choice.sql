@@ -2,7 +2,7 @@
 -- 056-quote-forms.sql; the spans come from rag.sentence, or from 052-spans.sql on the lexical path).
 
 -- The quotes for an answer, best first: [{chunk_id, start, end, quote, score}] (0-based offsets into the chunk's
--- content; quote = its substring). p_scored holds every sentence span of the passages with its score
+-- content; quote = its substring), for the question as asked and as corrected. p_scored holds every sentence span of the passages with its score
 -- ({chunk_id, start, end, score}; rag._sentence_scores or the lexical fallback), p_ids the passages in rank order.
 --   * A span that mostly repeats the question (three or more content words, three quarters of them the
 --     question's: a quoted error message, the question's own example) is lowered by weights.echo.
@@ -25,7 +25,8 @@
 --     "But", ...), and by a neighbour whose span score is within weights.neighbour of its own; a unit ending in
 --     prose may take two more sentences of that paragraph the same way.
 CREATE OR REPLACE FUNCTION rag._choose_quotes(
-    p_question text, p_ids bigint[], p_scored jsonb, p_max_quotes integer, p_margin float8, p_rank_penalty float8
+    p_question text, p_corrected text, p_ids bigint[], p_scored jsonb, p_max_quotes integer, p_margin float8,
+    p_rank_penalty float8
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -33,10 +34,21 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    features jsonb := rag._question_features(p_question)
-        || pg_catalog.jsonb_build_object('weights', rag._quote_weights());
+    -- the question's form as asked (capitals, punctuation), with the names of the corrected question (a
+    -- misspelt setting name corrected)
+    features jsonb := rag._question_features(p_question) || pg_catalog.jsonb_build_object(
+        'weights', rag._quote_weights(),
+        'names', coalesce((SELECT pg_catalog.to_jsonb(pg_catalog.array_agg(x.name ORDER BY x.o)) FROM (
+            SELECT DISTINCT ON (y.name) y.name, y.o FROM (
+                SELECT e.name, e.o FROM pg_catalog.jsonb_array_elements_text(
+                    rag._question_features(p_question) -> 'names') WITH ORDINALITY AS e (name, o)
+                UNION ALL
+                SELECT c.name, 1000 + c.o FROM pg_catalog.unnest(rag._question_names(p_corrected))
+                    WITH ORDINALITY AS c (name, o)
+            ) AS y ORDER BY y.name, y.o
+        ) AS x), '[]'));
     w jsonb := rag._quote_weights();
-    q_terms text [] := rag._content_terms(p_question);
+    q_terms text [] := rag._content_terms(p_corrected);
     soft_limit CONSTANT integer := 700;
     hard_limit CONSTANT integer := 1200;
     n integer;
@@ -297,7 +309,7 @@ BEGIN
     );
 END
 $fn$;
-COMMENT ON FUNCTION rag._choose_quotes(text, bigint[], jsonb, integer, float8, float8) IS
+COMMENT ON FUNCTION rag._choose_quotes(text, text, bigint[], jsonb, integer, float8, float8) IS
 'Internal: the verbatim spans to quote, best first [{chunk_id, start, end, quote, score}], from the scored '
 'sentence spans of the passages: units of an introduction and its block, contiguous spans of up to three '
 'sentences, preferences from the question''s form.';
