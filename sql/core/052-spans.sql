@@ -58,7 +58,8 @@ BEGIN
         ELSIF kind = 'fence' THEN
             fence := pg_catalog.substring(pg_catalog.ltrim(lines[i], E' \t'), '^(`{3,}|~{3,})');
             j := i + 1;
-            WHILE j <= n AND NOT pg_catalog.btrim(lines[j], E' \t') ~ ('^' || pg_catalog.regexp_replace(fence, '(.)', '\\\1', 'g') || '[`~]*$') LOOP
+            WHILE j <= n AND NOT pg_catalog.btrim(lines[j], E' \t')
+                ~ ('^' || pg_catalog.regexp_replace(fence, '(.)', '\\\1', 'g') || '[`~]*$') LOOP
                 j := j + 1;
             END LOOP;
             j := least(j, n);
@@ -76,7 +77,8 @@ BEGIN
             u_start := line_start[i];
             u_end := line_start[i] + pg_catalog.length(lines[i]);
             j := i + 1;
-            WHILE j <= n AND NOT lines[j] ~ '^[ \t>]*$' AND NOT lines[j] ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)' LOOP
+            WHILE j <= n AND NOT lines[j] ~ '^[ \t>]*$'
+                AND NOT lines[j] ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)' LOOP
                 u_end := line_start[j] + pg_catalog.length(lines[j]);
                 j := j + 1;
             END LOOP;

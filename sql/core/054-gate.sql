@@ -11,8 +11,9 @@
 -- coverage = (specific words found and not bound + 0.5) / (specific words + 1): the share of the question's
 -- specific words the passages hold, drawn towards 0.5 for short questions (one word found out of one gives 0.75,
 -- a question of generic words only 0.5), so coverage alone cannot carry a short or generic question.
-CREATE OR REPLACE FUNCTION rag._coverage(p_tenant text, p_config regconfig, p_corrected text, p_ids bigint[],
-    p_live bigint)
+CREATE OR REPLACE FUNCTION rag._coverage(
+    p_tenant text, p_config regconfig, p_corrected text, p_ids bigint[], p_live bigint
+)
 RETURNS jsonb
 LANGUAGE sql
 STABLE
@@ -90,7 +91,7 @@ COMMENT ON FUNCTION rag._coverage(text, regconfig, text, bigint[], bigint) IS
 -- (Perl, MongoDB, GiST, SQLite) that do not start a sentence, a run of them with any capitals next to them taken
 -- as one name ("SQL Server", "Mona Lisa"). Snake_case names come from rag._question_names.
 CREATE OR REPLACE FUNCTION rag._proper_names(p_question text)
-RETURNS text []
+RETURNS text[]
 LANGUAGE sql
 IMMUTABLE
 PARALLEL SAFE

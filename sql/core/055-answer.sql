@@ -331,7 +331,8 @@ BEGIN
         'corrected_question', corrected, 'words', covered -> 'words');
     evidence := pg_catalog.jsonb_build_object(
         'chunks', ranked, 'gate', gate, 'complete', n_visible >= p_k, 'visible_chunks', n_visible,
-        'fingerprint', fingerprint, 'sentence_scoring', CASE WHEN best_sentence IS NULL THEN 'lexical' ELSE 'minilm' END);
+        'fingerprint', fingerprint,
+        'sentence_scoring', CASE WHEN best_sentence IS NULL THEN 'lexical' ELSE 'minilm' END);
     chunk_ids := coalesce(ids, '{}');
 
     IF failed <> '{}' THEN

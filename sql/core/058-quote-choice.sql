@@ -2,8 +2,9 @@
 -- 056-quote-forms.sql; the spans come from rag.sentence, or from 052-spans.sql on the lexical path).
 
 -- The quotes for an answer, best first: [{chunk_id, start, end, quote, score}] (0-based offsets into the chunk's
--- content; quote = its substring), for the question as asked and as corrected. p_scored holds every sentence span of the passages with its score
--- ({chunk_id, start, end, score}; rag._sentence_scores or the lexical fallback), p_ids the passages in rank order.
+-- content; quote = its substring), for the question as asked and as corrected. p_scored holds every sentence
+-- span of the passages with its score ({chunk_id, start, end, score}; rag._sentence_scores or the lexical
+-- fallback), p_ids the passages in rank order.
 --   * A span that mostly repeats the question (three or more content words, three quarters of them the
 --     question's: a quoted error message, the question's own example) is lowered by weights.echo.
 --   * For a "how do I" question a span that says what to do, for a "why" question one that gives a reason, counts
@@ -86,7 +87,8 @@ DECLARE
     b integer;
 BEGIN
     SELECT pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(x.chunk_id ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.doc ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.chunk_id ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.doc ORDER BY x.doc, x.idx, x.s),
         pg_catalog.array_agg(x.idx ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.r ORDER BY x.doc, x.idx, x.s),
         pg_catalog.array_agg(x.content ORDER BY x.doc, x.idx, x.s),
         pg_catalog.array_agg(x.s ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.e ORDER BY x.doc, x.idx, x.s),
@@ -190,7 +192,8 @@ BEGIN
         IF u_last[i] IS NOT NULL THEN
             cand_first := cand_first || i;
             cand_last := cand_last || u_last[i];
-            cand_score := cand_score || ((SELECT max(s_base[g.x]) FROM pg_catalog.generate_series(i, u_last[i]) AS g (x))
+            cand_score := cand_score || (
+                (SELECT max(s_base[g.x]) FROM pg_catalog.generate_series(i, u_last[i]) AS g (x))
                 + rag._quote_bonus(rag._span_text(c_id, c_content, s_start, s_end, i, u_last[i]), features)
                 - p_rank_penalty * (c_rank[i] - 1));
         ELSIF NOT s_bound[i] AND s_kind[i] <> 'heading' AND s_end[i] - s_start[i] >= 20
