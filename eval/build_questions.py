@@ -519,7 +519,10 @@ ANSWER_HAS = {
         "form AND and OR conditions across several index scans",
         "bitmaps are then ANDed and ORed",
     ],
-    "idx-008": ["no need to manually create indexes on unique columns", "automatically creates a unique index"],
+    "idx-008": [
+        "no need to manually create indexes on unique columns",
+        "automatically creates a unique index",
+    ],
     "idx-009": ["CREATE INDEX test1_lower_col1_idx", "defined on the result of the lower(col1) function"],
     "idx-010": [
         "INCLUDE clause listing the extra columns",
@@ -547,7 +550,12 @@ ANSWER_HAS = {
         "additional index could be created that supports",
     ],
     # ---------------- Chapter 12: Full Text Search ----------------
-    "fts-001": ["no linguistic support", "no ordering (ranking)", "no index support", "index saved for later"],
+    "fts-001": [
+        "no linguistic support",
+        "no ordering (ranking)",
+        "no index support",
+        "index saved for later",
+    ],
     "fts-002": ["no normalization of the word rats", "rats does not match rat", "assumed already normalized"],
     "fts-003": ["ALTER DATABASE"],
     "fts-004": [
@@ -556,7 +564,11 @@ ANSWER_HAS = {
         "requires less disk space",
         "searches will be faster",
     ],
-    "fts-005": ["recognized as stop words", "plural form of rat", "no dictionaries assigned for its token type"],
+    "fts-005": [
+        "recognized as stop words",
+        "plural form of rat",
+        "no dictionaries assigned for its token type",
+    ],
     "fts-006": ["never raise syntax errors", "raw user-supplied input"],
     "fts-007": [
         "normalization option",
@@ -602,7 +614,10 @@ ANSWER_HAS = {
         "return the disk space to the operating system",
         "you will need to use VACUUM FULL",
     ],
-    "mnt-003": ["TRUNCATE rather than using DELETE followed by VACUUM", "TRUNCATE removes the entire content"],
+    "mnt-003": [
+        "TRUNCATE rather than using DELETE followed by VACUUM",
+        "TRUNCATE removes the entire content",
+    ],
     "mnt-004": [
         "does not issue ANALYZE commands for partitioned tables",
         "do not trigger analyze on the parent table",
@@ -642,7 +657,13 @@ ANSWER_HAS = {
         "periodic reindexing is recommended",
         "freshly-constructed index is slightly faster",
     ],
-    "mnt-012": ["logging_collector", "rotatelogs", "logrotate", "built-in log rotation facility", "send it to syslog"],
+    "mnt-012": [
+        "logging_collector",
+        "rotatelogs",
+        "logrotate",
+        "built-in log rotation facility",
+        "send it to syslog",
+    ],
     "mnt-013": [
         "how old an XID value has to be before rows bearing that XID will be frozen",
         "soon be modified again",
