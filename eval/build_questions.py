@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Source of the pgcite evaluation questions; writes pgdocs-dev.jsonl and tiny.jsonl.
+"""Source of the pgcite evaluation questions; writes pgdocs-dev.jsonl, tiny.jsonl and offtopic.jsonl.
 
 The questions were written by reading the PostgreSQL 15 manual chapters only
 (no retrieval system was run on them).  Edit the tables below, then run
@@ -493,6 +493,448 @@ TINY = [
     ("tiny-006", O, "What is the capital of Australia?", []),
 ]
 
+# Strings (case-insensitive; runs of white space count as one space) any one of which a correct answer's text
+# must contain: the fact that answers the question, copied from the expected section's own text. Written from
+# the sections alone, before any pgcite answer to these questions was looked at; check_questions.py checks that
+# each occurs in an expected section. Every answerable and typo question of DEV has them.
+ANSWER_HAS = {
+    # ---------------- Chapter 11: Indexes ----------------
+    "idx-001": ["CREATE INDEX test1_id_index", "DROP INDEX"],
+    "idx-002": ["anchored to the beginning of the string", "col LIKE 'foo%'"],
+    "idx-003": ["simple equality comparisons", "using the equal operator"],
+    "idx-004": [
+        "well-correlated with the physical order",
+        "minimum and maximum values",
+        "store summaries about the values",
+    ],
+    "idx-005": [
+        "scanned from the first entry with a = 5 and b = 42",
+        "do not reduce the portion of the index that has to be scanned",
+        "they'd still have to be scanned through",
+    ],
+    "idx-006": ["(x ASC, y DESC)", "(x DESC, y ASC)"],
+    "idx-007": [
+        "could not directly use the index",
+        "combine multiple indexes",
+        "form AND and OR conditions across several index scans",
+        "bitmaps are then ANDed and ORed",
+    ],
+    "idx-008": [
+        "no need to manually create indexes on unique columns",
+        "automatically creates a unique index",
+    ],
+    "idx-009": ["CREATE INDEX test1_lower_col1_idx", "defined on the result of the lower(col1) function"],
+    "idx-010": [
+        "INCLUDE clause listing the extra columns",
+        "are not part of the search key",
+        "INCLUDE (y)",
+        "covering index",
+        "unless the table changes slowly enough",
+    ],
+    "idx-011": [
+        "pattern matching expressions (LIKE or POSIX regular expressions)",
+        "cannot use the xxx_pattern_ops",
+        "default operator class if you want queries involving ordinary",
+        "special operator class to support indexing of pattern-matching queries",
+    ],
+    "idx-012": ["enable_seqscan", "turning off sequential scans"],
+    "idx-013": ["nearest-neighbor"],
+    "idx-014": [
+        "CREATE UNIQUE INDEX tests_success_constraint",
+        "unique index over a subset of a table",
+        "enforces uniqueness among the rows that satisfy the index predicate",
+    ],
+    "idx-015": [
+        "cannot accelerate queries that involve some other collation",
+        "only one collation per index column",
+        "additional index could be created that supports",
+    ],
+    # ---------------- Chapter 12: Full Text Search ----------------
+    "fts-001": [
+        "no linguistic support",
+        "no ordering (ranking)",
+        "no index support",
+        "index saved for later",
+    ],
+    "fts-002": ["no normalization of the word rats", "rats does not match rat", "assumed already normalized"],
+    "fts-003": ["ALTER DATABASE"],
+    "fts-004": [
+        "separate-column approach",
+        "expression-index approach is simpler",
+        "requires less disk space",
+        "searches will be faster",
+    ],
+    "fts-005": [
+        "recognized as stop words",
+        "plural form of rat",
+        "no dictionaries assigned for its token type",
+    ],
+    "fts-006": ["never raise syntax errors", "raw user-supplied input"],
+    "fts-007": [
+        "normalization option",
+        "how a document's length should impact its rank",
+        "divides the rank by the document length",
+        "divides the rank by 1 + the logarithm of the document length",
+    ],
+    "fts-008": [
+        "function ts_headline",
+        "returns an excerpt from the document in which terms from the query are highlighted",
+        "not guaranteed to be safe for direct inclusion in web pages",
+    ],
+    "fts-009": ["ts_rewrite", "without reindexing"],
+    "fts-010": ["Paris paris line", "synonym dictionary", "TEMPLATE = synonym"],
+    "fts-011": [
+        "GIN indexes are the preferred text search index type",
+        "GiST index is lossy",
+        "limits the usefulness of GiST indexes",
+    ],
+    "fts-012": [
+        "less than 2 kilobytes",
+        "256 positions per lexeme",
+        "less than 1 megabyte",
+        "no more than 16,383",
+    ],
+    "fts-013": [
+        "stored generated column",
+        "GENERATED ALWAYS AS",
+        "tsvector_update_trigger",
+        "trigger to update the tsvector column",
+    ],
+    "fts-014": ["ts_lexize function facilitates dictionary testing", "ts_lexize returns an array of lexemes"],
+    # ---------------- Chapter 25: Routine Database Maintenance Tasks ----------------
+    "mnt-001": [
+        "VACUUM FULL can reclaim more disk space but runs much more slowly",
+        "strive to use standard VACUUM and avoid VACUUM FULL",
+        "moderately-frequent standard VACUUM runs are a better approach",
+        "VACUUM FULL actively compacts tables",
+    ],
+    "mnt-002": [
+        "will not return the space to the operating system",
+        "VACUUM FULL actively compacts tables",
+        "return the disk space to the operating system",
+        "you will need to use VACUUM FULL",
+    ],
+    "mnt-003": [
+        "TRUNCATE rather than using DELETE followed by VACUUM",
+        "TRUNCATE removes the entire content",
+    ],
+    "mnt-004": [
+        "does not issue ANALYZE commands for partitioned tables",
+        "do not trigger analyze on the parent table",
+        "run ANALYZE on the parent table manually",
+        "manually running ANALYZE on partitioned tables",
+        "not processed by autovacuum",
+        "manual ANALYZE on those tables",
+    ],
+    "mnt-005": ["timestamp column that contains the time of row update", "more frequent statistics updates"],
+    "mnt-006": [
+        "checks the visibility map first",
+        "heap fetch can be skipped",
+        "answer some queries using only the index",
+        "visibility map, which speeds up index-only scans",
+    ],
+    "mnt-007": [
+        "once every two billion transactions",
+        "suffer transaction ID wraparound",
+        "catastrophic data loss",
+        "VACUUM will mark rows as frozen",
+    ],
+    "mnt-008": ["age(datfrozenxid)", "age(c.relfrozenxid)"],
+    "mnt-009": [
+        "row locking by multiple transactions",
+        "implemented as a 32-bit counter",
+        "refuse to generate new MXIDs",
+        "20GB before reaching wraparound",
+    ],
+    "mnt-010": [
+        "will interrupt the autovacuum",
+        "conflicts with the SHARE UPDATE EXCLUSIVE lock",
+        "prevent autovacuums from ever completing",
+    ],
+    "mnt-011": [
+        "CONCURRENTLY",
+        "most, but not all, keys in each range are eventually deleted",
+        "periodic reindexing is recommended",
+        "freshly-constructed index is slightly faster",
+    ],
+    "mnt-012": [
+        "logging_collector",
+        "rotatelogs",
+        "logrotate",
+        "built-in log rotation facility",
+        "send it to syslog",
+    ],
+    "mnt-013": [
+        "how old an XID value has to be before rows bearing that XID will be frozen",
+        "soon be modified again",
+        "useless work",
+    ],
+    "mnt-014": ["not necessary or desirable to stop the postmaster", "this is no longer necessary"],
+    "mnt-015": ["vacuum threshold", "vacuum base threshold", "autovacuum_vacuum_scale_factor"],
+    # ---------------- Chapter 26: Backup and Restore ----------------
+    "bak-001": ["internally consistent", "does not block other operations"],
+    "bak-002": ["ON_ERROR_STOP", "--single-transaction", "as a single transaction"],
+    "bak-003": ["pg_dumpall", "--globals-only"],
+    "bak-004": [
+        "compressed dumps",
+        "| gzip",
+        "split -b",
+        "split command allows you to split the output",
+        "custom dump format",
+        "pg_dump -Fc",
+    ],
+    "bak-005": ["must be shut down in order to get a usable backup", "frozen snapshot", "rsync"],
+    "bak-006": [
+        "cannot be used as part of a continuous-archiving solution",
+        "do not contain enough information to be used by WAL replay",
+    ],
+    "bak-007": ["archive_mode to on", "wal_level configuration parameter to replica"],
+    "bak-008": ["archive_timeout", "pg_switch_wal"],
+    "bak-009": ["recovery target", "required stopping point", "restore_command", "recovery.signal"],
+    "bak-010": [
+        "notion of timelines",
+        "new timeline is created",
+        "timeline ID number is part of WAL segment file names",
+    ],
+    "bak-011": ["backup_label", "tablespace_map", "second of these fields should be written"],
+    "bak-012": [
+        "omit from the backup",
+        "pg_replslot/",
+        "postmaster.pid",
+        "pgsql_tmp",
+        "pg_internal.init",
+        "pg_dynshmem/",
+        "can be omitted from the backup",
+    ],
+    "bak-013": ["numerically less are no longer needed", "can be deleted"],
+    "bak-014": ["-X parameter", "no special action is required to restore"],
+    "bak-015": [
+        "WAL-logged with the literal absolute path",
+        "overwrite the contents of the original tablespace",
+        "new base backup after creating or dropping tablespaces",
+    ],
+    # ---------------- tiny.jsonl ----------------
+    "tiny-001": ["simple equality comparisons", "using the equal operator"],
+    "tiny-002": [
+        "strive to use standard VACUUM and avoid VACUUM FULL",
+        "can run in parallel with production database operations",
+        "moderately-frequent standard VACUUM runs are a better approach",
+    ],
+    "tiny-003": ["autovacuum_naptime", "autovacuum_max_workers"],
+    "tiny-004": ["well-correlated with the physical order"],
+}
+
+# offtopic.jsonl: questions the four chapters do not answer, for the gate's false-answer rate on a broad set:
+# short generic questions whose words the chapters use in other senses, other languages' and tools' FAQs, other
+# database products, general knowledge, everyday life. Written without running pgcite on them. All
+# out_of_corpus, ids off-NNN, split alternately calibration, test, ... in this order.
+OFFTOPIC = [
+    # ---- short and generic (the words are common, the subject is not these chapters') ----
+    "What is a class?",
+    "How do I copy a file?",
+    "What's a negative index?",
+    "What is a pointer?",
+    "How do I rename a folder?",
+    "What is a closure?",
+    "How do I delete a branch?",
+    "What is a lambda?",
+    "How do I reverse a string?",
+    "What is recursion?",
+    "How do I sort a list?",
+    "What is an interface?",
+    "How do I merge two dictionaries?",
+    "What does a compiler do?",
+    "How do I restart my computer?",
+    "What is a hash map?",
+    "How do I install a package?",
+    "What is a thread?",
+    "How do I format a date?",
+    "What is an operator?",
+    # ---- programming languages ----
+    "In Python, what is the difference between a list and a tuple?",
+    "How do I read a CSV file with pandas?",
+    "What does the yield keyword do in a Python function?",
+    "How do I create a virtual environment with venv?",
+    "Why does Python say 'IndentationError: unexpected indent'?",
+    "What is the difference between == and === in JavaScript?",
+    "How do I debounce a function in JavaScript?",
+    "What does async/await do in JavaScript?",
+    "How do I center a div with CSS flexbox?",
+    "What is the virtual DOM in React?",
+    "How do I handle a NullPointerException in Java?",
+    "What is the difference between an abstract class and an interface in Java?",
+    "How does garbage collection work in the JVM?",
+    "What is a segmentation fault in C?",
+    "How do I allocate memory with malloc and free it?",
+    "What does the borrow checker do in Rust?",
+    "How do I spawn a goroutine and wait for it with a WaitGroup?",
+    "What is the difference between a struct and a class in C#?",
+    "How do I use a regular expression to validate an email address in Perl?",
+    "What are generics in TypeScript?",
+    "How do I write a unit test with JUnit 5?",
+    "What is dependency injection in Spring Boot?",
+    "How do I convert a string to an integer in Go?",
+    "What is list comprehension in Python?",
+    "How do I catch multiple exceptions in one except clause?",
+    "What is the global interpreter lock?",
+    "How do I profile a slow Python script?",
+    "What is monkey patching?",
+    "How do pointers to pointers work in C++?",
+    "What is the difference between let, const and var?",
+    # ---- tools, operating systems, applications ----
+    "How do I undo the last git commit but keep my changes?",
+    "How do I resolve a merge conflict in git?",
+    "What is the difference between git fetch and git pull?",
+    "How do I squash several commits into one?",
+    "How do I write a Dockerfile for a Node.js app?",
+    "How do I remove all stopped Docker containers?",
+    "What is a Kubernetes pod?",
+    "How do I scale a Kubernetes deployment to five replicas?",
+    "How do I find which process is listening on port 8080 on Linux?",
+    "How do I make a shell script executable?",
+    "How do I schedule a job with cron every Monday at 3 AM?",
+    "How do I change file permissions with chmod?",
+    "How do I mount a USB drive on Ubuntu?",
+    "How do I check free disk space on Linux?",
+    "How do I set an environment variable permanently in Windows 11?",
+    "How do I exit vim?",
+    "How do I search and replace across files in VS Code?",
+    "How do I create a pivot table in Excel?",
+    "What does the VLOOKUP function do in Excel?",
+    "How do I freeze the top row in Google Sheets?",
+    "How do I configure an nginx reverse proxy?",
+    "How do I renew a Let's Encrypt certificate with certbot?",
+    "How do I generate an SSH key pair?",
+    "Why is my Wi-Fi connection dropping on my laptop?",
+    "How do I take a screenshot on a Mac?",
+    "How do I set up a Python project with Poetry?",
+    "What is the difference between TCP and UDP?",
+    "How does DNS resolve a domain name?",
+    "What is a load balancer?",
+    "How do I configure a firewall rule with ufw?",
+    "How do I compress a folder into a zip file?",
+    "How do I install Node.js with nvm?",
+    "What is the difference between RAID 1 and RAID 5?",
+    "How do I write a GitHub Actions workflow that runs tests on every push?",
+    "How do I add a custom domain to a GitHub Pages site?",
+    "How do I convert a video to MP4 with ffmpeg?",
+    "How do I make a bootable USB stick?",
+    "How do I clear the browser cache in Firefox?",
+    "How do I recover a deleted file from the recycle bin?",
+    "How do I print a PDF double-sided?",
+    # ---- other database products ----
+    "How do I enable the slow query log in MySQL?",
+    "What is the difference between InnoDB and MyISAM?",
+    "How do I reset the MySQL root password?",
+    "How do I back up a MySQL database with mysqldump?",
+    "How do I set up MySQL group replication?",
+    "What is the maximum database size in SQLite?",
+    "How do I enable WAL journal mode in SQLite?",
+    "How do I run VACUUM INTO in SQLite to make a compact copy?",
+    "What is an Oracle tablespace quota and how do I grant one to a user?",
+    "How do I use RMAN to back up an Oracle database?",
+    "What does the Oracle optimizer hint /*+ INDEX */ do?",
+    "How do I rebuild a fragmented index in SQL Server?",
+    "What is the SQL Server transaction log and why does it keep growing?",
+    "How do I create a full-text catalog in SQL Server?",
+    "How do I shrink a SQL Server database?",
+    "How do I create an index on a field in MongoDB?",
+    "What is a MongoDB replica set arbiter?",
+    "How do I use the aggregation pipeline in MongoDB?",
+    "How do I shard a MongoDB collection?",
+    "How do I set a TTL on a Redis key?",
+    "What is the difference between RDB and AOF persistence in Redis?",
+    "How do I use Redis pub/sub?",
+    "How do I create an index mapping in Elasticsearch?",
+    "What is an Elasticsearch analyzer and how do I define a custom one?",
+    "How do I reindex data from one Elasticsearch index to another?",
+    "What is a Cassandra partition key?",
+    "How do I run nodetool repair in Cassandra?",
+    "How do I choose a DynamoDB partition key?",
+    "How do I create a secondary index in DynamoDB?",
+    "What is a Snowflake virtual warehouse?",
+    "How do I partition a table in BigQuery?",
+    "How do I write a Cypher query in Neo4j to find shortest paths?",
+    "What is the difference between a clustered and a nonclustered index in SQL Server?",
+    "How do I configure the InnoDB buffer pool size?",
+    "How do I use Oracle Data Pump to export a schema?",
+    "What is a MySQL binlog and how do I purge old ones?",
+    "How do I set up a MariaDB Galera cluster?",
+    "How do I query JSON documents in Couchbase with N1QL?",
+    "What are column families in HBase?",
+    "How do I use InfluxDB retention policies?",
+    # ---- general knowledge ----
+    "What is the capital of Canada?",
+    "Who wrote Pride and Prejudice?",
+    "How far is the Moon from the Earth?",
+    "Why is the sky blue?",
+    "What causes the seasons on Earth?",
+    "How many bones are in the human body?",
+    "Who was the first person to walk on the Moon?",
+    "What is photosynthesis?",
+    "When did the Second World War end?",
+    "What is the speed of light?",
+    "What is the largest ocean on Earth?",
+    "How does a vaccine work?",
+    "What is inflation in economics?",
+    "Who composed the Four Seasons?",
+    "What is the boiling point of water at high altitude?",
+    "How do bees make honey?",
+    "What is the theory of relativity about?",
+    "Which planet has the most moons?",
+    "What language is spoken in Brazil?",
+    "How tall is Mount Everest?",
+    "What is the difference between weather and climate?",
+    "Who invented the telephone?",
+    "What is the Pythagorean theorem?",
+    "How do tides work?",
+    "What is a black hole?",
+    "What is the population of Japan?",
+    "Why do leaves change color in autumn?",
+    "What is the main ingredient of guacamole?",
+    "How many players are on a soccer team?",
+    "What is the longest river in Africa?",
+    # ---- everyday life ----
+    "How do I make sourdough bread?",
+    "How long should I rest a steak after cooking?",
+    "How do I remove a red wine stain from a carpet?",
+    "How often should I water a cactus?",
+    "How do I change a flat tire?",
+    "What is a good stretching routine for back pain?",
+    "How do I file my tax return online?",
+    "How do I improve my credit score?",
+    "What should I pack for a week-long hiking trip?",
+    "How do I train my puppy to stop biting?",
+    "How do I negotiate a higher salary?",
+    "How much sleep does a teenager need?",
+    "How do I write a cover letter?",
+    "How do I descale a coffee machine?",
+    "How do I get rid of fruit flies in the kitchen?",
+    "How do I learn to play the guitar?",
+    "What is a good beginner running plan for 5 km?",
+    "How do I unclog a bathroom sink?",
+    "How do I keep basil fresh?",
+    "How do I apply for a passport?",
+    # ---- database concepts worded for other products or general ----
+    "How do I design a star schema for a data warehouse?",
+    "What is the CAP theorem?",
+    "What is eventual consistency?",
+    "How do I normalize a database to third normal form?",
+    "What is an ORM and should I use one?",
+    "How do I migrate a schema with Flyway?",
+    "How do I configure a connection pool in HikariCP?",
+    "What is a materialized view in Oracle and how is it refreshed?",
+    "How do I write a stored procedure in T-SQL?",
+    "What is sharding?",
+]
+
+
+def record(qid, kind, question, expect, split):
+    r = {"id": qid, "question": question, "expect": expect, "kind": kind, "split": split}
+    if qid in ANSWER_HAS:
+        r["answer_has"] = ANSWER_HAS[qid]
+    return r
+
 
 def assign_splits(rows):
     out = []
@@ -501,7 +943,7 @@ def assign_splits(rows):
         i = seen.get(kind, 0)
         seen[kind] = i + 1
         split = "calibration" if i % 2 == 0 else "test"
-        out.append({"id": qid, "question": question, "expect": expect, "kind": kind, "split": split})
+        out.append(record(qid, kind, question, expect, split))
     return out
 
 
@@ -514,8 +956,10 @@ def write(path, records):
 
 def main():
     write(os.path.join(HERE, "pgdocs-dev.jsonl"), assign_splits(DEV))
-    tiny = [{"id": q, "question": t, "expect": e, "kind": k, "split": "test"} for q, k, t, e in TINY]
+    tiny = [record(q, k, t, e, "test") for q, k, t, e in TINY]
     write(os.path.join(HERE, "tiny.jsonl"), tiny)
+    offtopic = [(f"off-{i:03d}", O, text, []) for i, text in enumerate(OFFTOPIC, start=1)]
+    write(os.path.join(HERE, "offtopic.jsonl"), assign_splits(offtopic))
 
 
 if __name__ == "__main__":

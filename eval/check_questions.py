@@ -5,6 +5,7 @@ Usage:
   python3 eval/check_questions.py                      # eval/pgdocs-dev.jsonl, full corpus
   python3 eval/check_questions.py --files routine-vacuuming.html indexes-types.html \
           --splits test eval/tiny.jsonl
+  python3 eval/check_questions.py --kinds out_of_corpus eval/offtopic.jsonl
 
 What it does:
   * Full-corpus mode (no --files): globs the corpus in --html-dir and fails unless
@@ -16,6 +17,11 @@ What it does:
   * Validates every question line (keys, id format and uniqueness, kind, split,
     expect) and fails if an expected anchor is missing from the corpus, if a
     required split is missing, or if a kind is absent from a required split.
+  * answer_has (optional: strings any one of which a correct answer must contain):
+    a list of non-empty strings, only on answerable/typo questions, each found
+    (case-insensitive, white space collapsed) in the own text of one of the
+    question's expected sections; once a file uses it, every answerable and typo
+    question of that file must have it.
 Exit status 0 = all checks passed, 1 = at least one failure.
 """
 
@@ -48,6 +54,7 @@ EXCLUDE_RE = re.compile(r"^backup-manifest-.*\.html$")
 KINDS = ("answerable", "typo", "out_of_corpus")
 SPLITS = ("calibration", "test")
 REQUIRED_KEYS = {"id", "question", "expect", "kind", "split"}
+OPTIONAL_KEYS = {"answer_has"}
 ID_RE = re.compile(r"^[a-z]+-\d{3}$")
 SECT_CLASS_RE = re.compile(r"^sect([1-5])$")
 HEADING_TAGS = {"a", "h1", "h2", "h3", "h4", "h5", "h6"}
@@ -117,6 +124,15 @@ def heading_text(div):
     return ""
 
 
+def own_text(div):
+    """The text of a section without its nested sections, white space collapsed, lower case."""
+    copy = lxml_html.fromstring(lxml_html.tostring(div))
+    for sub in list(copy.iter()):
+        if sub is not copy and section_level(sub) is not None and sub.getparent() is not None:
+            sub.drop_tree()
+    return " ".join(copy.text_content().split()).lower()
+
+
 def collect_sections(html_dir, files):
     """Return (sections, errors, stats).  sections: id -> info dict."""
     sections = {}
@@ -161,6 +177,7 @@ def collect_sections(html_dir, files):
                     "parent": parent,
                     "title": heading_text(div),
                     "chapter": chapter_of(name),
+                    "text": own_text(div),
                 }
             stats[f"level {level}"] += 1
     return sections, errors, stats
@@ -177,10 +194,11 @@ def ancestors(sections, sid):
     return out
 
 
-def check_questions(path, sections, required_splits, errors, warnings, notes):
+def check_questions(path, sections, required_splits, errors, warnings, notes, required_kinds=KINDS):
     counts = collections.Counter()
     ids = set()
     texts = set()
+    has_answer_has = {True: [], False: []}  # answerable -> [(where, has answer_has)]
     # titles of sect1..sect5 (chapter names like "Full Text Search" are normal user words)
     titles = {
         s["title"].split(". ", 1)[-1].lower() for s in sections.values() if s["title"] and s["level"] > 0
@@ -204,8 +222,9 @@ def check_questions(path, sections, required_splits, errors, warnings, notes):
             errors.append(f"{where}: not a JSON object")
             continue
         keys = set(q)
-        if keys != REQUIRED_KEYS:
-            errors.append(f"{where}: keys {sorted(keys)} != {sorted(REQUIRED_KEYS)}")
+        if not REQUIRED_KEYS <= keys <= REQUIRED_KEYS | OPTIONAL_KEYS:
+            want = f"{sorted(REQUIRED_KEYS)} and optionally {sorted(OPTIONAL_KEYS)}"
+            errors.append(f"{where}: keys {sorted(keys)}: want {want}")
             continue
         qid, text, expect, kind, split = q["id"], q["question"], q["expect"], q["kind"], q["split"]
         where = f"{where} ({qid})"
@@ -250,6 +269,8 @@ def check_questions(path, sections, required_splits, errors, warnings, notes):
                         f"{where}: {b} is an ancestor of {a} "
                         f"(fine only if {b}'s own text, outside {a}, also contains the answer)"
                     )
+        check_answer_has(q, where, sections, errors)
+        has_answer_has[kind in ("answerable", "typo")].append((where, "answer_has" in q))
         prefix = qid.split("-", 1)[0] if isinstance(qid, str) else ""
         if prefix == "ooc" and kind != "out_of_corpus":
             errors.append(f"{where}: ooc- id but kind {kind}")
@@ -261,17 +282,44 @@ def check_questions(path, sections, required_splits, errors, warnings, notes):
         counts[(kind, split)] += 1
     if not lines:
         errors.append(f"{path}: no questions")
+    if any(has for _, has in has_answer_has[True]):
+        for where, has in has_answer_has[True]:
+            if not has:
+                errors.append(f"{where}: answerable question without answer_has (the file uses it)")
     present_splits = {s for (_, s) in counts}
     for s in required_splits:
         if s not in present_splits:
             errors.append(f"{path}: split {s!r} is missing")
-        for k in KINDS:
+        for k in required_kinds:
             if counts[(k, s)] == 0:
                 errors.append(f"{path}: no {k} question in split {s!r}")
     extra = present_splits - set(required_splits)
     if extra:
         errors.append(f"{path}: unexpected splits {sorted(extra)} (required: {required_splits})")
     return counts
+
+
+def check_answer_has(q, where, sections, errors):
+    if "answer_has" not in q:
+        return
+    strings = q["answer_has"]
+    if (
+        not isinstance(strings, list)
+        or not strings
+        or not all(isinstance(x, str) and x.strip() for x in strings)
+    ):
+        errors.append(f"{where}: answer_has must be a non-empty list of non-empty strings")
+        return
+    if q.get("kind") not in ("answerable", "typo"):
+        errors.append(f"{where}: answer_has on a {q.get('kind')} question")
+        return
+    if len({" ".join(x.lower().split()) for x in strings}) != len(strings):
+        errors.append(f"{where}: duplicate strings in answer_has")
+    own = [sections[a]["text"] for a in q.get("expect") or [] if a in sections]
+    for x in strings:
+        needle = " ".join(x.lower().split())
+        if own and not any(needle in t for t in own):
+            errors.append(f"{where}: answer_has {x!r} is in none of the expected sections' own text")
 
 
 def print_counts(path, counts, splits):
@@ -304,6 +352,11 @@ def main(argv=None):
         "--splits",
         default="calibration,test",
         help="comma-separated splits that must be present (default: calibration,test)",
+    )
+    ap.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help="comma-separated kinds each required split must contain (default: all three)",
     )
     ap.add_argument("--list-sections", action="store_true", help="print every collected section id")
     args = ap.parse_args(argv)
@@ -344,9 +397,13 @@ def main(argv=None):
     for s in splits:
         if s not in SPLITS:
             errors.append(f"--splits: unknown split {s!r}")
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    for k in kinds:
+        if k not in KINDS:
+            errors.append(f"--kinds: unknown kind {k!r}")
     qfiles = args.questions or [DEFAULT_QUESTIONS]
     for qf in qfiles:
-        counts = check_questions(qf, sections, splits, errors, warnings, notes)
+        counts = check_questions(qf, sections, splits, errors, warnings, notes, kinds)
         print_counts(qf, counts, SPLITS)
 
     for n in notes:

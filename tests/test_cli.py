@@ -287,9 +287,12 @@ def test_eval_json_and_report(dsn, tmp_path):
         "answerable",
         "unanswerable",
         "quotes_verified",
+        "answer_contains",
     ):
         assert key in s
     assert (s["answerable"], s["unanswerable"], s["questions"]) == (4, 2, 6)
+    assert s["answer_contains_questions"] == 4  # tiny.jsonl's answerable questions carry answer_has
+    assert all("answer" in r and "answer_contains" in r for r in s["per_question"])
     assert s["false_answer"] == 0 and s["quotes_verified"] == 1.0
     assert len(s["per_question"]) == 6
     html = report.read_text()

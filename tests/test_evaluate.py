@@ -290,6 +290,9 @@ def test_shipped_question_sets_load():
     assert len(load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", "calibration")) == 37
     tiny = load_questions(ROOT / "eval" / "tiny.jsonl", "test")
     assert [x.kind for x in tiny].count("out_of_corpus") == 2
+    off = load_questions(ROOT / "eval" / "offtopic.jsonl")
+    assert len(off) == 190 and {x.kind for x in off} == {"out_of_corpus"}
+    assert len(load_questions(ROOT / "eval" / "offtopic.jsonl", "calibration")) == 95
 
 
 def test_calibration_summary():
@@ -340,3 +343,73 @@ def test_strip_plot_without_values():
     assert "No values" in strip_plot([], "similarity", None)
     svg = strip_plot(results_fixture(), "similarity", 0.45)
     assert svg.count("<circle") == 6
+
+
+# ---------------------------------------------------------------------- answer_has / answer_contains
+def test_contains_any_folds_case_and_white_space():
+    from pgcite.evaluate import contains_any
+
+    assert contains_any("Use  the\nDROP   INDEX command [1]", ["drop index"])
+    assert contains_any("x", ["nope", "X"])
+    assert not contains_any("x", ["y"])
+    assert not contains_any(None, ["x"]) and not contains_any("", ["x"])
+    assert not contains_any("x", [])
+
+
+def test_answer_contains_over_answerable_questions_with_answer_has():
+    def qa(id, has, kind="answerable"):
+        return Question(id, f"{id}?", ("A",), kind, "test", tuple(has))
+
+    def with_text(status, text):
+        from dataclasses import replace
+
+        return replace(answer(status, ["A"] if status == "answered" else [], ["A"]), answer=text)
+
+    rs = [
+        score_answer(qa("a1", ["GIN index"]), with_text("answered", "Use a gin   INDEX. [1]")),
+        score_answer(qa("a2", ["USING GIN"]), with_text("answered", "GIN indexes are preferred. [1]")),
+        score_answer(qa("t1", ["vacuum"], "typo"), with_text("abstained", None)),
+        score_answer(q("a3"), with_text("answered", "anything [1]")),  # no answer_has: not counted
+        score_answer(q("o1", "out_of_corpus"), with_text("answered", "vacuum [1]")),
+    ]
+    assert [r.answer_contains for r in rs] == [True, False, False, None, None]
+    assert rs[0].answer == "Use a gin   INDEX. [1]" and rs[2].answer is None
+    s = summarize(rs)
+    assert (s["answer_contains"], s["answer_contains_questions"]) == (1 / 3, 3)
+    # a2 cites the right section but lacks the fact: a miss, shown with its answer
+    assert [r.id for r in misses(rs)] == ["a2", "t1", "o1"]
+    html = render_html(s, rs)
+    assert "answer contains the fact" in html and "33.3%" in html
+    assert "GIN indexes are preferred. [1]" in html and "no answer_has string" in html
+    assert summarize(results_fixture())["answer_contains"] is None
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"answer_has": "x"},
+        {"answer_has": []},
+        {"answer_has": [""]},
+        {"answer_has": [1]},
+    ],
+)
+def test_load_questions_rejects_malformed_answer_has(tmp_path, extra):
+    p = tmp_path / "q.jsonl"
+    row = {"id": "a", "question": "A?", "expect": ["X"], "kind": "answerable", **extra}
+    p.write_text(json.dumps(row) + "\n")
+    with pytest.raises(QuestionSetError, match="answer_has"):
+        load_questions(p)
+
+
+def test_answer_has_only_on_answerable_questions(tmp_path):
+    p = tmp_path / "q.jsonl"
+    row = {"id": "o", "question": "O?", "expect": [], "kind": "out_of_corpus", "answer_has": ["x"]}
+    p.write_text(json.dumps(row) + "\n")
+    with pytest.raises(QuestionSetError, match="answer_has"):
+        load_questions(p)
+
+
+def test_dev_set_answerable_questions_all_carry_answer_has():
+    dev = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl")
+    assert all(x.answer_has for x in dev if x.answerable)
+    assert not any(x.answer_has for x in dev if not x.answerable)

@@ -83,7 +83,8 @@ COMMENT ON FUNCTION rag._answer_options(jsonb) IS
 'Internal: rag.ask''s options checked (22023 naming an unknown key, a value of the wrong type or range, or a '
 'generator that does not exist) and completed with defaults.';
 
--- Sentences of the passages scored lexically in SQL: the fallback when pgcite_python is not installed.
+-- Sentences of the passages scored lexically in SQL: the fallback when a passage has no stored sentences and
+-- pgcite_python is not installed. Spans from rag._text_spans (056-quotes.sql), scored by ts_rank.
 CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)
 RETURNS jsonb
 LANGUAGE sql
@@ -91,15 +92,19 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-        'chunk_id', (p.value ->> 'chunk_id')::bigint, 'quote', s.sentence, 'sim', NULL,
-        'score', round(pg_catalog.ts_rank(pg_catalog.to_tsvector(p_config, s.sentence), p_query)::numeric, 6)
-    )), '[]')
-    FROM pg_catalog.jsonb_array_elements(p_passages) AS p,
-        pg_catalog.regexp_split_to_table(p.value ->> 'content', '(?<=[.!?])\s+(?=[A-Z0-9])|\n\s*\n') AS s (sentence)
-    WHERE pg_catalog.length(pg_catalog.btrim(s.sentence)) >= 20
+        'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos, 'quote', x.sentence, 'sim', NULL,
+        'score', round(pg_catalog.ts_rank(pg_catalog.to_tsvector(p_config, x.sentence), p_query)::numeric, 6)
+    ) ORDER BY x.chunk_id, x.start_pos), '[]')
+    FROM (
+        SELECT (p.value ->> 'chunk_id')::bigint AS chunk_id, s.start_pos, s.end_pos,
+            pg_catalog.substr(p.value ->> 'content', s.start_pos + 1, s.end_pos - s.start_pos) AS sentence
+        FROM pg_catalog.jsonb_array_elements(p_passages) AS p,
+            rag._text_spans(p.value ->> 'content') AS s
+    ) AS x
 $fn$;
 COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
-'Internal: sentences of passages scored by ts_rank against the question (used without pgcite_python).';
+'Internal: the sentence spans of passages (rag._text_spans) scored by ts_rank against the question (used when '
+'sentences are neither stored nor computable: no pgcite_python).';
 
 -- The content words of a text as the quote scorer compares them: words of letters, digits and "_" longer than
 -- two characters, lower case, not stop words, with a small suffix stemmer (plural and verb forms of a word meet).
@@ -137,7 +142,7 @@ $fn$;
 COMMENT ON FUNCTION rag._content_terms(text) IS
 'Internal: the distinct stemmed content words of a text (the lexical part of quote scoring).';
 
--- Every sentence (of at least 20 characters) of the given chunks scored against the question: MiniLM cosine
+-- Every sentence span of the given chunks scored against the question: MiniLM cosine
 -- similarity to the question plus 0.25 x the share of the question's content words it contains. Sentences and
 -- their embeddings come from rag.sentence (stored at ingest); for chunks stored without them,
 -- rag._sentence_vectors (pgcite_python) splits and embeds them now. NULL when a chunk has no stored sentences
@@ -182,7 +187,6 @@ BEGIN
                 FROM pg_catalog.jsonb_array_elements(live) AS e
             ) AS y
             INNER JOIN rag.chunk AS c ON c.chunk_id = y.chunk_id
-            WHERE y.end_pos - y.start_pos >= 20
         ) AS x
         CROSS JOIN LATERAL (
             SELECT CASE WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8 ELSE
@@ -249,6 +253,7 @@ DECLARE
     n_visible bigint;
     best_sim float8;
     coverage float8;
+    covered jsonb;
     names_found float8;
     best_sentence float8;
     gate_score float8;
@@ -281,24 +286,26 @@ BEGIN
 
     n_visible := rag._live_chunks(p_tenant);
 
-    -- Share of the question's words (after typo correction) that the top passages contain.
-    SELECT coalesce(avg((EXISTS (
-        SELECT FROM rag.chunk AS c
-        WHERE c.chunk_id = ANY (ids[1:n_passages]) AND c.tsv @@ pg_catalog.quote_literal(l.lexeme)::tsquery
-    ))::integer), 0)
-    INTO coverage
-    FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected))) AS l (lexeme);
+    -- Share of the question's specific words (after typo correction; generic words and words bound to a longer
+    -- term do not count, short questions are drawn towards 0.5) that the top passages contain: rag._coverage.
+    covered := rag._coverage(p_tenant, t.ts_config, corrected, ids[1:n_passages], n_visible);
+    coverage := (covered ->> 'coverage')::float8;
 
-    -- The question's names (rag._question_names: settings, functions, not the user's own objects): the
-    -- share of them that the top passages contain. A passage that never names the setting or function
-    -- asked about does not answer the question, however close its topic. NULL: the question names none.
+    -- The question's names (rag._question_names: settings, functions, not the user's own objects; and
+    -- rag._proper_names: products, languages, places as asked): the share of them that the top passages
+    -- contain. A passage that never names the setting, function or product asked about does not answer the
+    -- question, however close its topic. NULL: the question names none.
     SELECT avg((EXISTS (
         SELECT FROM rag.chunk AS c
         WHERE c.chunk_id = ANY (ids[1:n_passages])
             AND pg_catalog.lower(c.title || ' ' || c.content) ~ ('\m' || x.name || '\M')
     ))::integer)
     INTO names_found
-    FROM pg_catalog.unnest(rag._question_names(corrected)) AS x (name);
+    FROM (
+        SELECT DISTINCT y.name FROM pg_catalog.unnest(rag._question_names(corrected)
+            || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name)))
+            AS y (name)
+    ) AS x;
 
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
         ORDER BY o.n), '[]')
@@ -310,7 +317,8 @@ BEGIN
     IF scored IS NULL THEN
         scored := rag._lexical_sentences(t.ts_config, q, passages);
     ELSE
-        SELECT max((s ->> 'sim')::float8) INTO best_sentence FROM pg_catalog.jsonb_array_elements(scored) AS s;
+        SELECT max((s ->> 'sim')::float8) INTO best_sentence FROM pg_catalog.jsonb_array_elements(scored) AS s
+        WHERE (s ->> 'end')::integer - (s ->> 'start')::integer >= 20;
     END IF;
 
     -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
@@ -332,10 +340,11 @@ BEGIN
             'score', gate_score, 'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
             'sentence', round(best_sentence::numeric, 6), 'names', round(names_found::numeric, 6)),
         'thresholds', thresholds, 'failed', pg_catalog.to_jsonb(failed), 'passed', failed = '{}',
-        'corrected_question', corrected);
+        'corrected_question', corrected, 'words', covered -> 'words');
     evidence := pg_catalog.jsonb_build_object(
         'chunks', ranked, 'gate', gate, 'complete', n_visible >= p_k, 'visible_chunks', n_visible,
-        'fingerprint', fingerprint, 'sentence_scoring', CASE WHEN best_sentence IS NULL THEN 'lexical' ELSE 'minilm' END);
+        'fingerprint', fingerprint,
+        'sentence_scoring', CASE WHEN best_sentence IS NULL THEN 'lexical' ELSE 'minilm' END);
     chunk_ids := coalesce(ids, '{}');
 
     IF failed <> '{}' THEN
@@ -346,38 +355,22 @@ BEGIN
         RETURN;
     END IF;
 
-    -- The best sentence, and those within margin of it, as verbatim quotes; sources numbered in order.
-    -- A sentence's score is lowered by rank_penalty for each rank its chunk stands below the first, so the
-    -- best-ranked source leads unless another has a clearly better sentence.
-    WITH s0 AS (
-        SELECT e.value AS j, (e.value ->> 'chunk_id')::bigint AS chunk_id,
-            pg_catalog.array_position(ids, (e.value ->> 'chunk_id')::bigint) AS chunk_rank,
-            coalesce((e.value ->> 'start')::integer, 0) AS start, (e.value ->> 'score')::float8 AS raw
-        FROM pg_catalog.jsonb_array_elements(scored) AS e
-    ),
-    s AS (
-        SELECT s0.*, round((s0.raw - rank_penalty * (s0.chunk_rank - 1))::numeric, 6)::float8 AS score FROM s0
-    ),
-    best AS (
-        SELECT s.*, pg_catalog.row_number() OVER (ORDER BY s.score DESC, s.chunk_rank, s.start) AS r
-        FROM s
-    ),
-    chosen AS (
-        SELECT b.* FROM best AS b
-        WHERE b.r <= max_quotes AND b.score >= (SELECT max(score) FROM s) - margin
-    ),
-    numbered AS (
-        SELECT ch.*, pg_catalog.dense_rank() OVER (ORDER BY fc.first_r) AS n
-        FROM chosen AS ch
-        INNER JOIN (SELECT chosen.chunk_id, min(chosen.r) AS first_r FROM chosen GROUP BY chosen.chunk_id) AS fc
-            ON fc.chunk_id = ch.chunk_id
-    )
+    -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.
+    picked := rag._choose_quotes(p_question, corrected, ids[1:n_passages], scored, max_quotes, margin, rank_penalty);
     SELECT
-        pg_catalog.string_agg((numbered.j ->> 'quote') || ' [' || numbered.n || ']', ' ' ORDER BY numbered.r),
+        pg_catalog.string_agg((x.q ->> 'quote') || ' [' || x.n || ']', ' ' ORDER BY x.o),
         pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-            'n', numbered.n, 'chunk_id', numbered.chunk_id, 'quote', numbered.j ->> 'quote') ORDER BY numbered.r)
+            'n', x.n, 'chunk_id', (x.q ->> 'chunk_id')::bigint, 'quote', x.q ->> 'quote') ORDER BY x.o)
     INTO draft, draft_citations
-    FROM numbered;
+    FROM (
+        SELECT e.q, e.o, pg_catalog.dense_rank() OVER (ORDER BY f.first_o) AS n
+        FROM pg_catalog.jsonb_array_elements(picked) WITH ORDINALITY AS e (q, o)
+        INNER JOIN (
+            SELECT e2.q ->> 'chunk_id' AS chunk_id, min(e2.o) AS first_o
+            FROM pg_catalog.jsonb_array_elements(picked) WITH ORDINALITY AS e2 (q, o)
+            GROUP BY e2.q ->> 'chunk_id'
+        ) AS f ON f.chunk_id = e.q ->> 'chunk_id'
+    ) AS x;
 
     SELECT * INTO v FROM rag.verify(draft, draft_citations, ids);
     status := v.status;

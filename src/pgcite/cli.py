@@ -27,6 +27,7 @@ from .evaluate import (
     gate_signals,
     gate_thresholds,
     load_questions,
+    misses,
     run,
     summarize,
     threshold_for,
@@ -357,6 +358,11 @@ def print_summary(summary: Mapping[str, Any], out: TextIO) -> None:
         f"hit@3 {_pct(summary['retrieval_hit_at_3'])}  "
         f"MRR@10 {num(summary['retrieval_mrr_at_10'])}\n"
     )
+    if summary.get("answer_contains_questions"):
+        out.write(
+            f"answers     contain the fact (answer_has) {_pct(summary['answer_contains'])} "
+            f"of {summary['answer_contains_questions']}\n"
+        )
     out.write(
         f"false abstain {summary['false_abstain']} ({_pct(summary['false_abstain_rate'])})  "
         f"false answer {summary['false_answer']} ({_pct(summary['false_answer_rate'])})  "
@@ -378,7 +384,7 @@ def print_summary(summary: Mapping[str, Any], out: TextIO) -> None:
 
 
 def _print_misses(results: Sequence[QuestionResult], out: TextIO) -> None:
-    missed = [r for r in results if not r.correct]
+    missed = misses(results)
     if not missed:
         return
     out.write(f"\nmisses ({len(missed)}):\n")
@@ -387,10 +393,14 @@ def _print_misses(results: Sequence[QuestionResult], out: TextIO) -> None:
             got = f"ERROR {r.error}"
         elif r.answered:
             got = "cited " + (", ".join(a or "?" for a in r.cited) or "nothing")
+            if r.answer_contains is False:
+                got += " without any answer_has string"
         else:
             got = f"ABSTAINED {r.reason}"
         expected = ", ".join(r.expect) or "(abstain)"
         out.write(f"  {r.id} [{r.kind}] expected {expected}; got {got}\n")
+        if r.answered:
+            out.write(f"      answer: {' '.join((r.answer or '').split())}\n")
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

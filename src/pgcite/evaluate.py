@@ -1,8 +1,11 @@
 """Evaluation of cited answers on a JSONL question set: pure scoring functions plus a runner.
 
 Question format (one JSON object a line; other keys are ignored):
-    {"id": "idx-001", "question": "...", "expect": ["ANCHOR", ...], "kind": "answerable", "split": "test"}
-kind: answerable | typo | out_of_corpus; split: calibration | test.
+    {"id": "idx-001", "question": "...", "expect": ["ANCHOR", ...], "kind": "answerable", "split": "test",
+     "answer_has": ["...", ...]}
+kind: answerable | typo | out_of_corpus; split: calibration | test; answer_has (optional, answerable and
+typo questions): strings any one of which a correct answer's text must contain (case-insensitive, runs of
+white space count as one space).
 
 Metrics (`summarize`):
 - hit_at_1, hit_at_3, mrr_at_10: over answerable+typo questions, on the rank (by citation number n) of the
@@ -11,6 +14,9 @@ Metrics (`summarize`):
   anchor among the retrieved chunks (evidence.chunks, whatever the status).
 - false_abstain / false_abstain_rate: answerable+typo questions that abstained (count, share of answerable).
 - false_answer / false_answer_rate: out_of_corpus questions that were answered (count, share of unanswerable).
+- answer_contains: share of the answerable+typo questions that carry answer_has whose answer text contains one
+  of those strings (an abstention counts as not containing it); None when no question carries answer_has.
+  answer_contains_questions: how many questions it is computed over.
 - quotes_verified: share of all returned citations with verified = true (None when there were none).
 - separation: min/max/mean of the gate's primary signal for answerable vs unanswerable questions, and the gap
   between the groups (> 0: a threshold can separate them; < 0: the ranges overlap by that much).
@@ -45,6 +51,7 @@ class Question:
     expect: tuple[str, ...]
     kind: str
     split: str | None = None
+    answer_has: tuple[str, ...] = ()
 
     @property
     def answerable(self) -> bool:
@@ -68,7 +75,18 @@ def parse_question(obj: Mapping[str, Any], where: str = "") -> Question:
     split = obj.get("split")
     if split is not None and split not in SPLITS:
         raise QuestionSetError(f"{prefix}split {split!r} is not one of {', '.join(SPLITS)}")
-    return Question(str(obj["id"]), str(obj["question"]), tuple(expect), str(obj["kind"]), split)
+    answer_has = obj.get("answer_has", [])
+    if (
+        not isinstance(answer_has, list)
+        or not all(isinstance(x, str) and x.strip() for x in answer_has)
+        or ("answer_has" in obj and not answer_has)
+    ):
+        raise QuestionSetError(f"{prefix}'answer_has' must be a non-empty list of non-empty strings")
+    if answer_has and obj["kind"] not in ANSWERABLE_KINDS:
+        raise QuestionSetError(f"{prefix}'answer_has' on a {obj['kind']} question")
+    return Question(
+        str(obj["id"]), str(obj["question"]), tuple(expect), str(obj["kind"]), split, tuple(answer_has)
+    )
 
 
 def load_questions(path: str | Path, split: str = "all") -> list[Question]:
@@ -127,6 +145,18 @@ def mrr_at(ranks: Sequence[int | None], k: int) -> float | None:
 
 def rate(count: int, total: int) -> float | None:
     return count / total if total else None
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def contains_any(text: str | None, strings: Iterable[str]) -> bool:
+    """Whether text contains one of strings, case-insensitively, runs of white space counting as one space."""
+    if not text:
+        return False
+    folded = _fold(text)
+    return any(_fold(s) in folded for s in strings if s.strip())
 
 
 # ---------------------------------------------------------------------- gate signals
@@ -207,6 +237,9 @@ class QuestionResult:
     retrieval_rank: int | None = None  # first expected anchor among evidence.chunks, 1-based
     cited: list[str | None] = field(default_factory=list)
     retrieved: list[str | None] = field(default_factory=list)
+    answer: str | None = None
+    answer_has: list[str] = field(default_factory=list)
+    answer_contains: bool | None = None  # None: the question has no answer_has
     citations: int = 0
     verified: int = 0
     signals: dict[str, float] = field(default_factory=dict)
@@ -241,6 +274,7 @@ def score_answer(q: Question, answer: Answer, signal: str | None = None) -> Ques
     cited = [c.anchor for c in sorted(answer.citations, key=lambda c: c.n)]
     retrieved = [c.get("anchor") for c in answer.chunks]
     name, value, threshold = primary_signal(answer.gate, signal)
+    text = answer.answer if answer.answered else None
     return QuestionResult(
         id=q.id,
         kind=q.kind,
@@ -254,6 +288,9 @@ def score_answer(q: Question, answer: Answer, signal: str | None = None) -> Ques
         retrieval_rank=first_rank(q.expect, retrieved),
         cited=cited,
         retrieved=retrieved,
+        answer=text,
+        answer_has=list(q.answer_has),
+        answer_contains=contains_any(text, q.answer_has) if q.answer_has else None,
         citations=len(answer.citations),
         verified=sum(1 for c in answer.citations if c.verified),
         signals=gate_signals(answer.gate),
@@ -275,6 +312,8 @@ def error_result(q: Question, error: str) -> QuestionResult:
         split=q.split,
         status="error",
         error=error,
+        answer_has=list(q.answer_has),
+        answer_contains=False if q.answer_has else None,
     )
 
 
@@ -331,6 +370,7 @@ def summarize(results: Sequence[QuestionResult], signal: str | None = None) -> d
     retr_ranks = [r.retrieval_rank for r in pos]
     false_abstain = sum(1 for r in pos if not r.answered)
     false_answer = sum(1 for r in neg if r.answered)
+    with_has = [r for r in pos if r.answer_contains is not None]
     n_citations = sum(r.citations for r in results)
     n_verified = sum(r.verified for r in results)
     by_kind: dict[str, dict[str, int]] = {}
@@ -357,6 +397,8 @@ def summarize(results: Sequence[QuestionResult], signal: str | None = None) -> d
         "false_abstain_rate": rate(false_abstain, len(pos)),
         "false_answer": false_answer,
         "false_answer_rate": rate(false_answer, len(neg)),
+        "answer_contains": rate(sum(1 for r in with_has if r.answer_contains), len(with_has)),
+        "answer_contains_questions": len(with_has),
         "answered": sum(1 for r in results if r.answered),
         "abstained": sum(1 for r in results if r.status == "abstained"),
         "errors": sum(1 for r in results if r.status == "error"),
@@ -368,8 +410,9 @@ def summarize(results: Sequence[QuestionResult], signal: str | None = None) -> d
 
 
 def misses(results: Sequence[QuestionResult]) -> list[QuestionResult]:
-    """Answerable questions not answered with an expected source, and unanswerable ones that were answered."""
-    return [r for r in results if not r.correct]
+    """Answerable questions not answered with an expected source or whose answer lacks every answer_has
+    string, and unanswerable ones that were answered."""
+    return [r for r in results if not r.correct or r.answer_contains is False]
 
 
 def calibration_overlap(question_ids: Iterable[str], gate: Mapping[str, Any]) -> list[str]:

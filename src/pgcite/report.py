@@ -133,6 +133,11 @@ def _totals_table(summary: Mapping[str, Any]) -> str:
             f"{summary.get('false_answer')} ({_pct(summary.get('false_answer_rate'))})",
             "out-of-corpus questions that were answered",
         ),
+        (
+            "answer contains the fact",
+            _pct(summary.get("answer_contains")),
+            f"an answer_has string in the answer, of {summary.get('answer_contains_questions')} questions",
+        ),
         ("quotes verified", _pct(summary.get("quotes_verified")), f"of {summary.get('citations')} citations"),
         ("errors", summary.get("errors"), ""),
     ]
@@ -171,20 +176,23 @@ def _got(r: QuestionResult) -> str:
     if not r.answered:
         return f"ABSTAINED: {r.reason or ''}".strip()
     cited = ", ".join(a or "?" for a in r.cited) or "(no citations)"
-    return f"cited {cited}"
+    lacks = " (no answer_has string in the answer)" if r.answer_contains is False else ""
+    return f"cited {cited}{lacks}"
 
 
 def _question_rows(results: Sequence[QuestionResult]) -> str:
     head = (
-        "<tr><th>id</th><th>kind</th><th>question</th><th>expected</th><th>got</th>"
+        "<tr><th>id</th><th>kind</th><th>question</th><th>expected</th><th>got</th><th>answer</th>"
         "<th>retrieval rank</th><th>signal</th></tr>"
     )
     rows = []
     for r in results:
+        good = r.correct and r.answer_contains is not False
         rows.append(
             f"<tr><td><code>{escape(r.id)}</code></td><td>{escape(r.kind)}</td><td>{escape(r.question)}</td>"
             f"<td>{escape(', '.join(r.expect) or '(none)')}</td>"
-            f"<td class='{'ok' if r.correct else 'bad'}'>{escape(_got(r))}</td>"
+            f"<td class='{'ok' if good else 'bad'}'>{escape(_got(r))}</td>"
+            f"<td>{escape(r.answer or '')}</td>"
             f"<td class='num'>{_fmt(r.retrieval_rank)}</td><td class='num'>{_fmt(r.top_signal)}</td></tr>"
         )
     return f"<table>{head}{''.join(rows)}</table>"

@@ -1,0 +1,186 @@
+-- Quote forms: what the question's form asks for and how well a span's form suits it (rag._choose_quotes, in
+-- 058-quote-choice.sql, uses them). A candidate's score is the MiniLM similarity of its best sentence plus
+-- 0.25 x the share of the question's content words it holds, plus small preferences taken from the question's
+-- form: the names it spells out (settings, functions, commands, options), for "how do I" questions the sentences
+-- that say what to do, for "why" questions the ones that give a reason, for "what is X" questions the one that
+-- defines X. Nothing here needs PL/Python: the core path gets the same quotes from the same spans and scores.
+
+-- What the question's form asks for: the names it spells out, whether it asks how to do something, why, or what
+-- something is (the content words of that something).
+CREATE OR REPLACE FUNCTION rag._question_features(p_question text)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT pg_catalog.jsonb_build_object(
+        -- names: snake_case words, dotted file names, psql meta-commands (\dF), command-line options (-X,
+        -- --single-transaction), function calls (lower(...)), SQL words and acronyms in capitals (VACUUM, GIN),
+        -- mixed-case product words (GiST); in order of appearance, once each
+        'names', coalesce((
+            SELECT pg_catalog.to_jsonb(pg_catalog.array_agg(y.name ORDER BY y.first_n))
+            FROM (
+                SELECT x.name, min(x.n) AS first_n
+                FROM (
+                    SELECT CASE WHEN m.a[2] IS NOT NULL THEN m.a[2] || '(' ELSE m.a[1] END AS name, m.n
+                    FROM pg_catalog.regexp_matches(p_question,
+                        '(?:^|[\s(''"])(\\[A-Za-z+]+|--?[A-Za-z][A-Za-z0-9-]*|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]'
+                        || '|[A-Za-z][A-Za-z0-9_]*\.[a-z]{2,5}|([A-Za-z][A-Za-z0-9_]*)\(|[A-Z][A-Z0-9]{2,}'
+                        || '|[A-Z]?[a-z]+[A-Z][A-Za-z]*)(?=$|[\s,.;:?!)''"(]|(?<=\())', 'g')
+                        WITH ORDINALITY AS m (a, n)
+                ) AS x
+                WHERE x.name ~ '[A-Za-z]'
+                GROUP BY x.name
+            ) AS y
+        ), '[]'),
+        'howto', p_question ~* ('\m(how (do|can|should|would|could|must|may) (i|we|you|one)|how to'
+            || '|(do|should|must|can|would) (i|we) (need|have) to|what (should|must|do|can) (i|we) (do|use|set|run)'
+            || '|(which|what) (\w+ )?(command|setting|parameter|option|function|tool|program|utility|configuration)s?'
+            || '|is there a way)\M'),
+        'why', p_question ~* '\mwhy\M',
+        -- "What is X?", "What are X?", "What is X used for?" (X up to a comma or the question mark): X's content
+        -- words, when X is short (at most five words); NULL otherwise
+        'defines', (
+            SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[1])) BETWEEN 1 AND 5
+                AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
+                    <= 5
+                THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
+            FROM pg_catalog.regexp_match(pg_catalog.btrim(p_question),
+                '^what(?:''s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?([^,?]+?)(?:\s+used\s+for)?\s*(?:[,?].*)?$', 'i')
+                AS m (a)
+        )
+    )
+$fn$;
+COMMENT ON FUNCTION rag._question_features(text) IS
+'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, defines}.';
+
+-- The structural kind of a span from its first characters: code (a fence), table (a row), note (a quoted line),
+-- heading, list (an item's first sentence), or text.
+CREATE OR REPLACE FUNCTION rag._span_kind(p_span text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT CASE
+        WHEN p_span ~ '^[ \t]*(```|~~~)' THEN 'code'
+        WHEN p_span ~ '^[ \t]*\|' THEN 'table'
+        WHEN p_span ~ '^[ \t]*>' THEN 'note'
+        WHEN p_span ~ '^ {0,3}#{1,6}([ \t]|$)' THEN 'heading'
+        WHEN p_span ~ '^[ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+\S' THEN 'list'
+        ELSE 'text'
+    END
+$fn$;
+COMMENT ON FUNCTION rag._span_kind(text) IS
+'Internal: code, table, note, heading, list or text, from the first characters of a sentence span.';
+
+-- Whether a span says what to do: code (not a query shown with its output), an imperative ("Use ...", "Set ...",
+-- also as a list item or note), a purpose clause followed by what to do ("To remove an index, use ..."), advice
+-- ("you can/should/need to", "it is recommended to", "the easiest way"), or an SQL command.
+CREATE OR REPLACE FUNCTION rag._says_what_to_do(p_span text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    WITH v (verbs) AS (
+        SELECT 'Use|Set|Run|Create|Add|Execute|Specify|Call|Issue|Pass|Make|Put|Configure|Enable|Disable|Consider|'
+            || 'Avoid|Try|Write|Drop|Remove|Ensure|Choose|Start|Stop|Install|Edit|Change|Include|Exclude|Omit|'
+            || 'Copy|Restore|Resolve|End|Connect|Perform|Follow|Keep|Check|Increase|Decrease|Lower|Raise|'
+            || 'Schedule|Rebuild|Define|Map|Mark|Send|Pipe|Reload|Restart|Rotate|Store|Test|Monitor|Place|Give|'
+            || 'Take|Do|Never|Always|Be sure|Make sure|Instead|Alternatively|Simply|Just'
+    )
+    SELECT
+        -- code that is not a demonstration (a query shown with its output)
+        (p_span ~ '(^|\n)[ \t]*(```|~~~)' AND p_span !~ '\n[ \t]*(-{3,}[-+]*|\(\d+ rows?\)|\?column\?)[ \t]*(\n|$)')
+        -- an imperative, also as a list item or a note
+        OR p_span ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*[ \t]*)?)?('
+            || v.verbs || ')\M')
+        -- a purpose clause and then what to do: "To remove an index, use ..."
+        OR p_span ~* ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+)?(to|in order to) [^.,]+, (you |it is |(' || v.verbs
+            || ')\M)')
+        -- advice
+        OR p_span ~* ('\m(you (can|could|should|must|need to|will need to|have to|might (want|wish) to|may '
+            || '(want|wish) to)|it is (best|recommended|necessary|advisable|wise|important|preferable|usually '
+            || 'best) to|(is|are) (recommended|preferable|preferred|advisable)|use the \w+ '
+            || '(command|function|option|parameter|program|utility|tool)|by (setting|running|using|adding|'
+            || 'creating|specifying|passing)|the (easiest|best|simplest|preferred|recommended|usual) '
+            || '(way|method|approach))\M')
+        -- an SQL command
+        OR p_span ~ '(^|\s)(CREATE|ALTER|DROP|SET|VACUUM|ANALYZE|REINDEX|CLUSTER|TRUNCATE|GRANT) [A-Z]+'
+    FROM v
+$fn$;
+COMMENT ON FUNCTION rag._says_what_to_do(text) IS
+'Internal: whether a span says what to do (code, an imperative, a purpose clause, advice, an SQL command).';
+
+-- Whether a span gives a reason ("because", "since", "due to", "so that", "therefore", "the reason", ...).
+CREATE OR REPLACE FUNCTION rag._gives_reason(p_span text)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT p_span ~* ('\m(because|since|due to|so that|therefore|thus|hence|the reason|this is why|in order to|'
+        || 'otherwise|which means|this means|which causes|caused by)\M')
+$fn$;
+COMMENT ON FUNCTION rag._gives_reason(text) IS
+'Internal: whether a span gives a reason (because, since, due to, ...).';
+
+-- The weights of the preferences of rag._quote_bonus and of rag._choose_quotes, in one place.
+CREATE OR REPLACE FUNCTION rag._quote_weights()
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT '{"names": 0.1, "howto": 0.2, "why": 0.05, "defines": 0.1, "neighbour": 0.15, "inherit": 0.05,
+        "echo": 0.2}'::jsonb
+$fn$;
+COMMENT ON FUNCTION rag._quote_weights() IS
+'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
+'how far below its paragraph''s best a sentence of the asked form stands, and the demotion of an echo of the '
+'question (rag._choose_quotes).';
+
+-- How much a span's form suits the question (added to its score), with the weights of p_features.weights
+-- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and
+-- meta-commands as written, other names in any case); for "how do I" questions howto when it says what to do
+-- (rag._says_what_to_do); for "why" questions why when it gives a reason; for "what is X" questions defines when
+-- its subject (the words before its first is/are/means/refers) holds X's content words.
+CREATE OR REPLACE FUNCTION rag._quote_bonus(p_span text, p_features jsonb)
+RETURNS float8
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT
+        (p_features -> 'weights' ->> 'names')::float8 * coalesce((
+            SELECT avg((CASE
+                WHEN x.name ~ '^[A-Z0-9\\-]' OR x.name ~ '[A-Z]' AND x.name !~ '_'
+                    THEN pg_catalog.strpos(p_span, x.name) > 0
+                ELSE pg_catalog.strpos(pg_catalog.lower(p_span), pg_catalog.lower(x.name)) > 0
+            END)::integer)
+            FROM pg_catalog.jsonb_array_elements_text(p_features -> 'names') AS x (name)
+        ), 0)
+        + CASE WHEN (p_features ->> 'howto')::boolean AND rag._says_what_to_do(p_span)
+            THEN (p_features -> 'weights' ->> 'howto')::float8 ELSE 0 END
+        + CASE WHEN (p_features ->> 'why')::boolean AND rag._gives_reason(p_span)
+            THEN (p_features -> 'weights' ->> 'why')::float8 ELSE 0 END
+        + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'defines') = 'array' AND (
+            SELECT pg_catalog.array_agg(x.t) <@ rag._content_terms(m.a[1])
+                AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
+                    <= 8
+            FROM pg_catalog.jsonb_array_elements_text(p_features -> 'defines') AS x (t),
+                pg_catalog.regexp_match(p_span,
+                    '^(?:[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?(.{1,80}?)\s(?:is|are|means|refers)\M') AS m (a)
+            GROUP BY m.a[1]
+        ) THEN (p_features -> 'weights' ->> 'defines')::float8 ELSE 0 END
+$fn$;
+COMMENT ON FUNCTION rag._quote_bonus(text, jsonb) IS
+'Internal: how much a span''s form suits the question (names, what to do, reasons, definitions), added to its '
+'score when choosing quotes.';

@@ -1,0 +1,318 @@
+-- Quote choice: which spans of the top passages rag._answer quotes (the forms and preferences are in
+-- 056-quote-forms.sql; the spans come from rag.sentence, or from 052-spans.sql on the lexical path).
+
+-- The quotes for an answer, best first: [{chunk_id, start, end, quote, score}] (0-based offsets into the chunk's
+-- content; quote = its substring), for the question as asked and as corrected. p_scored holds every sentence
+-- span of the passages with its score ({chunk_id, start, end, score}; rag._sentence_scores or the lexical
+-- fallback), p_ids the passages in rank order.
+--   * A span that mostly repeats the question (three or more content words, three quarters of them the
+--     question's: a quoted error message, the question's own example) is lowered by weights.echo.
+--   * For a "how do I" question a span that says what to do, for a "why" question one that gives a reason, counts
+--     as relevant as the best span of its paragraph less weights.inherit (the advice or the reason next to the
+--     best description of the problem).
+--   * Units: a sentence that introduces a list, code, a table or a note (it ends with ":", or has no closing
+--     punctuation and a block follows) goes with the whole block: items, code, rows, quoted lines, the sentences
+--     continuing them, a sentence carrying on in lower case or with "This ..." after code; at most 700 characters
+--     unless the first block alone is longer, never over 1200. A unit continues into the next chunk of the
+--     document when that chunk is a passage too (it is then quoted as two quotes, one per chunk). Code and tables
+--     are quoted only with their introduction when they have one; a unit scores as its best member.
+--   * A candidate's score adds rag._quote_bonus of its text and loses rank_penalty per rank of its (first) chunk
+--     below the first. The best candidate is quoted, then the next ones within quote_margin of it (max_quotes in
+--     all, none overlapping another); a sentence within two of chosen prose in the same paragraph joins it as one
+--     contiguous span. An introduction whose block is not in the passages, and the lower-case rest of a sentence
+--     begun in another chunk, are not candidates.
+--   * Chosen prose then grows, within its paragraph and up to three sentences, by the sentence before when it
+--     leans on it ("This", "It", "However", ...), by the sentence after when that one qualifies it ("However",
+--     "But", ...), and by a neighbour whose span score is within weights.neighbour of its own; a unit ending in
+--     prose may take two more sentences of that paragraph the same way.
+CREATE OR REPLACE FUNCTION rag._choose_quotes(
+    p_question text, p_corrected text, p_ids bigint[], p_scored jsonb, p_max_quotes integer, p_margin float8,
+    p_rank_penalty float8
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    -- the question's form as asked (capitals, punctuation), with the names of the corrected question (a
+    -- misspelt setting name corrected)
+    features jsonb := rag._question_features(p_question) || pg_catalog.jsonb_build_object(
+        'weights', rag._quote_weights(),
+        'names', coalesce((SELECT pg_catalog.to_jsonb(pg_catalog.array_agg(x.name ORDER BY x.o)) FROM (
+            SELECT DISTINCT ON (y.name) y.name, y.o FROM (
+                SELECT e.name, e.o FROM pg_catalog.jsonb_array_elements_text(
+                    rag._question_features(p_question) -> 'names') WITH ORDINALITY AS e (name, o)
+                UNION ALL
+                SELECT c.name, 1000 + c.o FROM pg_catalog.unnest(rag._question_names(p_corrected))
+                    WITH ORDINALITY AS c (name, o)
+            ) AS y ORDER BY y.name, y.o
+        ) AS x), '[]'));
+    w jsonb := rag._quote_weights();
+    q_terms text [] := rag._content_terms(p_corrected);
+    soft_limit CONSTANT integer := 700;
+    hard_limit CONSTANT integer := 1200;
+    n integer;
+    -- spans in document order (document, chunk, offset)
+    c_id bigint [];
+    c_doc text [];
+    c_idx integer [];
+    c_rank integer [];
+    c_content text [];
+    s_start integer [];
+    s_end integer [];
+    s_text text [];
+    s_kind text [];
+    s_base float8 [];  -- relevance: the given score, echo and form inheritance applied
+    s_score float8 [];  -- with rag._quote_bonus of the span's own text
+    s_para_start boolean [];  -- first span of its chunk, after a blank line, or starting a block or list item
+    s_bound boolean [];  -- code, table or a continuation quoted only with its introduction
+    u_last integer [];  -- last span of the unit an introducing span heads (NULL: not an introducer)
+    cand_first integer [] := '{}';
+    cand_last integer [] := '{}';
+    cand_score float8 [] := '{}';
+    pick_first integer [] := '{}';
+    pick_last integer [] := '{}';
+    pick_score float8 [] := '{}';
+    i integer;
+    j integer;
+    k integer;
+    m integer;
+    len integer;
+    item_kind text;  -- kind of the block item the unit has reached
+    best float8;
+    merged boolean;
+    blocked boolean;
+    a integer;
+    b integer;
+BEGIN
+    SELECT pg_catalog.count(*)::integer,
+        pg_catalog.array_agg(x.chunk_id ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.doc ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.idx ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.r ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.content ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.s ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.e ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.t ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(rag._span_kind(x.t) ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.score - CASE WHEN x.echo THEN (w ->> 'echo')::float8 ELSE 0 END
+            ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.para_start ORDER BY x.doc, x.idx, x.s)
+    INTO n, c_id, c_doc, c_idx, c_rank, c_content, s_start, s_end, s_text, s_kind, s_base, s_para_start
+    FROM (
+        SELECT y.*, pg_catalog.substr(y.content, y.s + 1, y.e - y.s) AS t,
+            y.prev_end IS NULL
+            OR pg_catalog.substr(y.content, y.prev_end + 1, y.s - y.prev_end) ~ E'\n[ \t>]*\n'
+            OR pg_catalog.substr(y.content, y.s + 1, 8) ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)'
+                AS para_start,
+            (SELECT pg_catalog.cardinality(z.t) >= 3
+                AND (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(z.t) AS u (term) WHERE u.term = ANY (q_terms))
+                    >= 0.75 * pg_catalog.cardinality(z.t)
+             FROM (SELECT rag._content_terms(pg_catalog.substr(y.content, y.s + 1, y.e - y.s)) AS t) AS z) AS echo
+        FROM (
+            SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id, o.r::integer AS r, c.content,
+                c.doc_key || '/' || c.doc_version AS doc, c.chunk_index AS idx,
+                (e.value ->> 'start')::integer AS s, (e.value ->> 'end')::integer AS e,
+                coalesce((e.value ->> 'score')::float8, 0) AS score,
+                pg_catalog.lag((e.value ->> 'end')::integer) OVER (
+                    PARTITION BY e.value ->> 'chunk_id' ORDER BY (e.value ->> 'start')::integer) AS prev_end
+            FROM pg_catalog.jsonb_array_elements(p_scored) AS e
+            INNER JOIN pg_catalog.unnest(p_ids) WITH ORDINALITY AS o (id, r) ON o.id = (e.value ->> 'chunk_id')::bigint
+            INNER JOIN rag.chunk AS c ON c.chunk_id = o.id
+            WHERE (e.value ->> 'end')::integer > (e.value ->> 'start')::integer
+        ) AS y
+    ) AS x;
+    IF coalesce(n, 0) = 0 THEN
+        RETURN '[]';
+    END IF;
+
+    -- The form the question asks for ("how do I": what to do; "why": a reason) counts as relevant as the best
+    -- span of its paragraph less weights.inherit.
+    IF (features ->> 'howto')::boolean OR (features ->> 'why')::boolean THEN
+        SELECT pg_catalog.array_agg(CASE
+                WHEN (features ->> 'howto')::boolean AND rag._says_what_to_do(s_text[x.i])
+                    OR (features ->> 'why')::boolean AND rag._gives_reason(s_text[x.i])
+                THEN greatest(s_base[x.i], x.para_best - (w ->> 'inherit')::float8)
+                ELSE s_base[x.i] END ORDER BY x.i)
+        INTO s_base
+        FROM (
+            SELECT y.i, max(s_base[y.i]) OVER (PARTITION BY y.para) AS para_best
+            FROM (
+                SELECT g.i, pg_catalog.count(*) FILTER (WHERE s_para_start[g.i]) OVER (ORDER BY g.i) AS para
+                FROM pg_catalog.generate_series(1, n) AS g (i)
+            ) AS y
+        ) AS x;
+    END IF;
+    SELECT pg_catalog.array_agg(s_base[g.i] + rag._quote_bonus(s_text[g.i], features) ORDER BY g.i)
+    INTO s_score
+    FROM pg_catalog.generate_series(1, n) AS g (i);
+    s_bound := pg_catalog.array_fill(false, ARRAY[n]);
+    u_last := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
+
+    -- Units: an introducing sentence and what it introduces.
+    FOR i IN 1..n - 1 LOOP
+        CONTINUE WHEN s_kind[i] IN ('code', 'table', 'heading');
+        CONTINUE WHEN NOT (s_text[i] ~ ':\s*$'
+            OR (s_text[i] !~ '[.!?]["''\u201d\u2019)\]*_`]*$' AND s_kind[i + 1] IN ('code', 'table', 'list', 'note')));
+        -- the next span: in the same chunk, or the first of the next chunk when the introduction ends its chunk
+        CONTINUE WHEN c_id[i + 1] <> c_id[i] AND NOT (c_doc[i + 1] = c_doc[i] AND c_idx[i + 1] = c_idx[i] + 1);
+        CONTINUE WHEN s_kind[i + 1] = 'heading';
+        len := s_end[i] - s_start[i] + s_end[i + 1] - s_start[i + 1];
+        CONTINUE WHEN len > hard_limit;
+        j := i + 1;
+        item_kind := s_kind[i + 1];
+        IF s_kind[i + 1] <> 'text' THEN
+            LOOP
+                k := j + 1;
+                -- within the chunk, or on into the next chunk of the document when that one is a passage too
+                EXIT WHEN k > n OR c_id[k] <> c_id[j] AND NOT (c_doc[k] = c_doc[j] AND c_idx[k] = c_idx[j] + 1);
+                EXIT WHEN len + s_end[k] - s_end[j] > soft_limit;
+                EXIT WHEN NOT (s_kind[k] IN ('code', 'table', 'list', 'note')
+                    -- the further sentences of a list item or a quoted line
+                    OR (NOT s_para_start[k] AND s_kind[k] = 'text' AND item_kind IN ('list', 'note'))
+                    OR (s_kind[k - 1] IN ('code', 'table') AND s_text[k] ~ ('^([a-z]|(This|These|That|Those|'
+                        || 'Such|Here|The above|In (this|that|the above) example)\M)')));
+                len := len + s_end[k] - s_end[j];
+                j := k;
+                IF s_para_start[k] OR s_kind[k] <> 'text' THEN
+                    item_kind := s_kind[k];
+                END IF;
+            END LOOP;
+        END IF;
+        u_last[i] := j;
+        FOR k IN i + 1..j LOOP
+            IF s_kind[k] IN ('code', 'table') OR (s_kind[k - 1] IN ('code', 'table') AND s_kind[k] = 'text') THEN
+                s_bound[k] := true;
+            END IF;
+        END LOOP;
+    END LOOP;
+
+    -- Candidates: units (scored as their best member) and the sentences that stand on their own; an introduction
+    -- whose block is out of reach (in a chunk that is not a passage) is not one.
+    FOR i IN 1..n LOOP
+        IF u_last[i] IS NOT NULL THEN
+            cand_first := cand_first || i;
+            cand_last := cand_last || u_last[i];
+            cand_score := cand_score || (
+                (SELECT max(s_base[g.x]) FROM pg_catalog.generate_series(i, u_last[i]) AS g (x))
+                + rag._quote_bonus(rag._span_text(c_id, c_content, s_start, s_end, i, u_last[i]), features)
+                - p_rank_penalty * (c_rank[i] - 1));
+        ELSIF NOT s_bound[i] AND s_kind[i] <> 'heading' AND s_end[i] - s_start[i] >= 20
+            AND NOT (s_text[i] ~ ':\s*$' AND (i = n OR c_id[i + 1] <> c_id[i]))
+            -- nor is the lower-case rest of a sentence begun before (in a chunk that is not a passage)
+            AND s_text[i] !~ ('^(which|where|and|or|but|so|since|because|then|that|while|as|although|though|'
+                || 'whereas|unless|if|with|without|for|to|in|on|at|by|of|is|are|was|were|can|could|will|would|'
+                || 'should)\M') THEN
+            cand_first := cand_first || i;
+            cand_last := cand_last || i;
+            cand_score := cand_score || (s_score[i] - p_rank_penalty * (c_rank[i] - 1));
+        END IF;
+    END LOOP;
+    IF pg_catalog.cardinality(cand_first) = 0 THEN
+        RETURN '[]';
+    END IF;
+
+    -- Choose: best first (ties: the better-ranked chunk, then document order), then those within the margin.
+    FOR m IN
+        SELECT x.o
+        FROM ROWS FROM (pg_catalog.unnest(cand_first), pg_catalog.unnest(cand_last), pg_catalog.unnest(cand_score))
+            WITH ORDINALITY AS x (f, l, sc, o)
+        ORDER BY round(x.sc::numeric, 6) DESC, c_rank[x.f], x.f, x.l DESC
+    LOOP
+        IF best IS NULL THEN
+            best := cand_score[m];
+        END IF;
+        EXIT WHEN cand_score[m] < best - p_margin;
+        -- overlapping a chosen span: skip; within two sentences of chosen prose in the same paragraph: join it
+        blocked := false;
+        merged := false;
+        FOR k IN 1..coalesce(pg_catalog.cardinality(pick_first), 0) LOOP
+            IF cand_first[m] <= pick_last[k] AND cand_last[m] >= pick_first[k] THEN
+                blocked := true;
+            ELSIF cand_first[m] = cand_last[m] AND u_last[pick_first[k]] IS NULL
+                AND c_id[cand_first[m]] = c_id[pick_first[k]] AND c_id[pick_first[k]] = c_id[pick_last[k]] THEN
+                a := least(cand_first[m], pick_first[k]);
+                b := greatest(cand_last[m], pick_last[k]);
+                IF b - a <= 2 AND NOT EXISTS (
+                    SELECT FROM pg_catalog.generate_series(a + 1, b) AS g (x) WHERE s_para_start[g.x]
+                ) AND NOT EXISTS (
+                    SELECT FROM pg_catalog.generate_series(a, b) AS g (x)
+                    WHERE s_kind[g.x] IN ('code', 'table') OR u_last[g.x] IS NOT NULL
+                ) THEN
+                    pick_first[k] := a;
+                    pick_last[k] := b;
+                    merged := true;
+                END IF;
+            END IF;
+            EXIT WHEN blocked OR merged;
+        END LOOP;
+        CONTINUE WHEN blocked OR merged;
+        EXIT WHEN pg_catalog.cardinality(pick_first) >= p_max_quotes;
+        pick_first := pick_first || cand_first[m];
+        pick_last := pick_last || cand_last[m];
+        pick_score := pick_score || cand_score[m];
+    END LOOP;
+
+    -- Widen chosen prose to a contiguous span of up to three sentences of its paragraph; a unit that ends in prose
+    -- (a sentence carrying on after its code) may take up to two more sentences of that paragraph.
+    FOR k IN 1..pg_catalog.cardinality(pick_first) LOOP
+        CONTINUE WHEN s_kind[pick_first[k]] IN ('code', 'table', 'heading')
+            OR u_last[pick_first[k]] IS NOT NULL AND s_kind[pick_last[k]] <> 'text';
+        m := pick_last[k];  -- the last sentence chosen before widening
+        LOOP
+            EXIT WHEN CASE WHEN u_last[pick_first[k]] IS NULL THEN pick_last[k] - pick_first[k] >= 2
+                ELSE pick_last[k] - m >= 2 END;
+            a := pick_first[k];
+            b := pick_last[k];
+            i := a - 1;  -- the sentence before, if in the same paragraph, not an introduction, not chosen elsewhere
+            IF u_last[a] IS NOT NULL OR s_para_start[a] OR i < 1 OR s_kind[i] IN ('code', 'table', 'heading')
+                OR u_last[i] IS NOT NULL
+                OR EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(pick_first)) AS g (x)
+                    WHERE g.x <> k AND i BETWEEN pick_first[g.x] AND pick_last[g.x]) THEN
+                i := NULL;
+            END IF;
+            j := b + 1;  -- the sentence after, likewise
+            IF j > n OR c_id[j] <> c_id[b] OR s_para_start[j] OR s_kind[j] IN ('code', 'table', 'heading')
+                OR u_last[j] IS NOT NULL
+                OR EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(pick_first)) AS g (x)
+                    WHERE g.x <> k AND j BETWEEN pick_first[g.x] AND pick_last[g.x]) THEN
+                j := NULL;
+            END IF;
+            IF i IS NOT NULL AND s_text[a] ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*)?(This|These|That|'
+                || 'Those|Such|It|Its|They|Their|Them|Therefore|Thus|Hence|So|However|But|Also|Otherwise|Instead|'
+                || 'Then|Here|There)\M') THEN
+                pick_first[k] := i;
+            ELSIF j IS NOT NULL AND s_text[j] ~ ('^(However|But|Unless|Except|Otherwise|Instead|'
+                || 'Therefore|Thus|Hence|This means|That is|Even so|Nevertheless|Still)\M') THEN
+                pick_last[k] := j;
+            ELSIF i IS NOT NULL AND s_base[i] >= s_base[a] - (w ->> 'neighbour')::float8
+                AND (j IS NULL OR s_base[i] >= s_base[j]) THEN
+                pick_first[k] := i;
+            ELSIF j IS NOT NULL AND s_base[j] >= s_base[b] - (w ->> 'neighbour')::float8 THEN
+                pick_last[k] := j;
+            ELSE
+                EXIT;
+            END IF;
+        END LOOP;
+    END LOOP;
+
+    -- One quote per chunk a chosen span covers (a unit continuing into the next chunk makes two).
+    RETURN (
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'chunk_id', z.chunk_id, 'start', z.qs, 'end', z.qe,
+            'quote', pg_catalog.substr(c_content[z.first_i], z.qs + 1, z.qe - z.qs),
+            'score', round(z.sc::numeric, 6)) ORDER BY z.o, z.first_i), '[]')
+        FROM (
+            SELECT x.o, x.sc, c_id[g.i] AS chunk_id, min(g.i) AS first_i, min(s_start[g.i]) AS qs,
+                max(s_end[g.i]) AS qe
+            FROM ROWS FROM (pg_catalog.unnest(pick_first), pg_catalog.unnest(pick_last), pg_catalog.unnest(pick_score))
+                WITH ORDINALITY AS x (f, l, sc, o)
+            CROSS JOIN LATERAL pg_catalog.generate_series(x.f, x.l) AS g (i)
+            GROUP BY x.o, x.sc, c_id[g.i]
+        ) AS z
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag._choose_quotes(text, text, bigint[], jsonb, integer, float8, float8) IS
+'Internal: the verbatim spans to quote, best first [{chunk_id, start, end, quote, score}], from the scored '
+'sentence spans of the passages: units of an introduction and its block, contiguous spans of up to three '
+'sentences, preferences from the question''s form.';

@@ -1,0 +1,249 @@
+"""Quotes that carry the fact (issue #11): an introducing sentence quoted with its list, code block, table or
+note; contiguous spans of two or three sentences; the gate's generic and bound words and proper names. Every
+citation is checked verbatim at its offsets, on the PL/Python path and on the core's lexical path."""
+
+from __future__ import annotations
+
+import json
+
+import psycopg
+import pytest
+from conftest import create_database, drop_database
+
+TENANT = "widgets"
+
+# One section per shape, in a made-up domain so that the model knows nothing about it beforehand.
+DOC = """# Widget store limits
+
+The widget store is where the frobnicator keeps every widget it has painted.
+
+The current limitations of the widget store are:
+
+- A widget name must be shorter than 64 bytes
+- No more than 8 colours can be mixed into one widget
+- A store holds at most 10,000 sealed widgets
+
+Other stores have different limits.
+
+# Creating a widget index
+
+Lookups by widget name read the whole store unless the store has an index.
+
+To create a widget index, run this command in the frobnicator shell:
+
+```
+CREATE WIDGET INDEX widget_name_idx ON store (name);
+```
+
+The index is kept up to date by the frobnicator from then on.
+
+# Repainting widgets
+
+Repainting changes the colour of a widget that is already in the store.
+
+Before you repaint the widgets of a busy store, read this:
+
+> **Warning:** Repainting locks the whole store, so nobody can read a widget until it has finished.
+
+Repainting a single widget is quick.
+
+# Plain and sealed widgets
+
+A store holds widgets of two kinds, plain widgets and sealed widgets. Sealed widgets can never be repainted, \
+but they load ten times faster than plain ones. The frobnicator seals a widget when it is exported.
+
+Widgets are counted in dozens by tradition.
+
+# Operator classes
+
+An operator class tells the frobnicator how to compare widgets. Each operator class belongs to an operator \
+family. The default operator class compares names; another operator class compares colours. You choose the \
+operator class when you create the widget index.
+
+# History of the frobnicator
+
+The first frobnicator was built in a small workshop and painted one widget a day.
+
+# Colours
+
+Widgets come in eight colours, and red is the most common of them.
+
+# Shipping
+
+A crate of widgets is shipped by rail, and a crate holds one gross of widgets.
+
+# Licensing
+
+The frobnicator may be used by anyone who keeps its copyright notice.
+"""
+
+
+@pytest.fixture(scope="module")
+def widgets(pg, db):
+    with psycopg.connect(pg.dsn(db), autocommit=True) as c:
+        c.execute("SELECT rag.create_tenant(%s)", (TENANT,))
+        c.execute("SELECT * FROM rag.ingest(%s, 'widgets.md', %s, 'markdown')", (TENANT, DOC))
+    return TENANT
+
+
+def ask(conn, question, tenant=TENANT, k=5, query_embedding=None):
+    cur = conn.execute(
+        "SELECT status, answer, citations, evidence FROM rag.ask(%s, %s, %s, %s)",
+        (question, tenant, k, query_embedding),
+    )
+    return dict(zip(("status", "answer", "citations", "evidence"), cur.fetchone(), strict=True))
+
+
+def assert_verbatim(conn, a):
+    """Every citation is verified, its quote is the chunk's text at its offsets, and it is in the answer."""
+    assert a["status"] == "answered", a["evidence"]["gate"]
+    for c in a["citations"]:
+        assert c["verified"] is True
+        content = conn.execute(
+            "SELECT content FROM rag.chunk WHERE chunk_id = %s", (c["chunk_id"],)
+        ).fetchone()[0]
+        assert content[c["quote_start"] : c["quote_end"]] == c["quote"]
+        assert f"{c['quote']} [{c['n']}]" in a["answer"]
+    # the answer passes rag.verify again unchanged
+    ids = [c["chunk_id"] for c in a["citations"]]
+    cited = [{"n": c["n"], "chunk_id": c["chunk_id"], "quote": c["quote"]} for c in a["citations"]]
+    again = conn.execute(
+        "SELECT answer, citations FROM rag.verify(%s, %s, %s)", (a["answer"], json.dumps(cited), ids)
+    )
+    answer, citations = again.fetchone()
+    assert answer == a["answer"] and [c["quote_start"] for c in citations] == [
+        c["quote_start"] for c in a["citations"]
+    ]
+
+
+def test_list_is_quoted_with_its_introduction(conn, widgets):
+    a = ask(conn, "What are the limitations of the widget store?")
+    assert_verbatim(conn, a)
+    first = a["citations"][0]["quote"]
+    assert first.startswith("The current limitations of the widget store are:")
+    assert "- No more than 8 colours can be mixed into one widget" in first
+    assert first.endswith("- A store holds at most 10,000 sealed widgets")  # the whole list, and no further
+
+
+def test_code_block_is_quoted_with_its_introduction(conn, widgets):
+    a = ask(conn, "How do I create a widget index?")
+    assert_verbatim(conn, a)
+    quotes = [c["quote"] for c in a["citations"]]
+    unit = next(q for q in quotes if "CREATE WIDGET INDEX" in q)
+    assert unit.startswith("To create a widget index, run this command in the frobnicator shell:")
+    assert unit.rstrip().endswith("```")  # the fence is closed: the code block is whole
+
+
+def test_note_is_quoted_with_its_introduction(conn, widgets):
+    a = ask(conn, "What should I read before I repaint the widgets of a busy store?")
+    assert_verbatim(conn, a)
+    unit = a["citations"][0]["quote"]
+    assert unit.startswith("Before you repaint the widgets of a busy store, read this:")
+    assert "> **Warning:** Repainting locks the whole store" in unit
+
+
+def test_contiguous_span_of_sentences(conn, widgets):
+    a = ask(conn, "What is the difference between plain and sealed widgets?")
+    assert_verbatim(conn, a)
+    span = a["citations"][0]["quote"]
+    # two neighbouring sentences that answer together, quoted as one span (never more than three)
+    assert "plain widgets and sealed widgets." in span and "Sealed widgets can never be repainted" in span
+    assert span.count(". ") <= 2
+
+
+def test_bound_word_is_not_coverage(conn, widgets):
+    """ "class" occurs only as "operator class" in the passages: it does not count as covered."""
+    a = ask(conn, "What is a class?")
+    words = {w["word"]: w for w in a["evidence"]["gate"]["words"]}
+    assert words["class"]["found"] is True and words["class"]["bound"] is True
+    assert a["evidence"]["gate"]["signals"]["coverage"] == 0.25  # (0 + 0.5) / (1 + 1)
+    asked = ask(conn, "What does an operator class compare?")
+    words = {w["word"]: w for w in asked["evidence"]["gate"]["words"]}
+    assert words["class"]["bound"] is False  # the question names the whole term
+
+
+def test_generic_words_do_not_count_as_coverage(conn, widgets):
+    """A word in more than 15 % of the tenant's chunks says little: it neither adds to nor takes from
+    coverage."""
+    a = ask(conn, "What about the widgets?")
+    words = {w["word"]: w for w in a["evidence"]["gate"]["words"]}
+    assert words["widget"]["generic"] is True
+    assert a["evidence"]["gate"]["signals"]["coverage"] == 0.5  # no specific word: (0 + 0.5) / (0 + 1)
+
+
+def test_proper_names_the_passages_lack_lower_the_score(conn, widgets):
+    a = ask(conn, "How do I create a widget index in MongoDB?")
+    assert a["evidence"]["gate"]["signals"]["names"] == 0  # "MongoDB" is in no passage
+    b = ask(conn, "How do I create a widget index?")
+    assert b["evidence"]["gate"]["signals"]["names"] is None
+    assert a["evidence"]["gate"]["signals"]["score"] < b["evidence"]["gate"]["signals"]["score"]
+
+
+def test_question_forms_and_names(conn):
+    f = conn.execute(
+        "SELECT rag._question_features(%s)", ("How do I use pg_basebackup -D with \\dF and VACUUM FULL?",)
+    ).fetchone()[0]
+    assert f["howto"] is True and f["why"] is False
+    assert f["names"] == ["pg_basebackup", "-D", "\\dF", "VACUUM", "FULL"]
+    assert conn.execute("SELECT rag._question_features('What is a GiST index used for?')").fetchone()[0][
+        "defines"
+    ] == ["gist", "index"]
+    names = conn.execute(
+        "SELECT rag._proper_names(%s)",
+        ("Is the SQL Server log like Perl? And HBase, VACUUM FULL in Python.",),
+    ).fetchone()[0]
+    assert names == ["SQL Server", "Perl", "HBase", "Python"]
+
+
+def test_sql_spans_match_the_python_splitter(conn):
+    text = (
+        "Intro sentence here. Second one follows:\n\n- item one. More of it\n- item two\n\n"
+        "```\nSELECT 1;\n```\n\n> **Note:** A note. Its second sentence.\n\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "1. First step.\n2. Second step."
+    )
+    sql = conn.execute("SELECT start_pos, end_pos FROM rag._text_spans(%s)", (text,)).fetchall()
+    py = conn.execute("SELECT start_pos, end_pos FROM rag._sentence_spans(ARRAY[%s])", (text,)).fetchall()
+    assert sql == py
+    for s, e in sql:
+        assert text[s:e] == text[s:e].strip() and text[s:e]
+
+
+@pytest.fixture
+def core_db(pg):
+    """A database with the core extension only (no PL/Python), as on a managed PostgreSQL."""
+    name = "pgcite_quotes_core"
+    drop_database(pg, name)
+    create_database(pg, name, python=False)
+    try:
+        yield name
+    finally:
+        drop_database(pg, name)
+
+
+def test_lexical_path_quotes_the_same_shapes(pg, core_db):
+    """Without PL/Python and without stored sentences, spans are split in SQL and scored by ts_rank; the list
+    and the code block are still quoted with their introductions, offsets exact."""
+    e = [1.0] + [0.0] * 383
+    sections = DOC.split("\n# ")
+    items = [
+        {"content": s.split("\n", 1)[1].strip(), "embedding": e, "title": s.split("\n", 1)[0].lstrip("# ")}
+        for s in sections
+    ]
+    q = "[" + ",".join(str(x) for x in e) + "]"
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('w')")
+        c.execute("SELECT * FROM rag.store_document('w', 'widgets.md', %s)", (json.dumps(items),))
+        a = ask(c, "What are the limitations of the widget store?", tenant="w", query_embedding=q)
+        assert a["evidence"]["sentence_scoring"] == "lexical"
+        assert_verbatim(c, a)
+        assert any(
+            x["quote"].startswith("The current limitations of the widget store are:")
+            and x["quote"].endswith("- A store holds at most 10,000 sealed widgets")
+            for x in a["citations"]
+        )
+        b = ask(c, "How do I create a widget index in the frobnicator shell?", tenant="w", query_embedding=q)
+        assert_verbatim(c, b)
+        assert any(
+            "CREATE WIDGET INDEX" in x["quote"] and x["quote"].startswith("To create") for x in b["citations"]
+        )
