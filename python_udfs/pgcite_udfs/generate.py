@@ -143,7 +143,7 @@ def _post(url: str, headers: dict, body: dict, timeout_s: float, holder: dict) -
         signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     except (AttributeError, OSError, ValueError):
         pass
-    import httpx2 as httpx
+    import httpx
 
     try:
         with httpx.Client(
