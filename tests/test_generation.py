@@ -664,6 +664,14 @@ def test_a_context_answers_once_and_only_for_its_tenant(pg, gdb, server):
         with pytest.raises(psycopg.Error) as e:
             c.execute("SELECT * FROM rag.context(%s, 'other')", (QUESTION,))
         assert sqlstate_of(e) == "42501"
+        # nothing to generate from: abstained at once, and logged
+        for question, reason in (("  ", "empty_question"), (OUT_OF_CORPUS, "no_relevant_sources")):
+            row = c.execute(
+                "SELECT context_id, ask_id, status, reason, sources, prompt FROM rag.context(%s, 'docs')",
+                (question,),
+            ).fetchone()
+            assert row[0] is None and row[1] is not None and row[2:] == ("abstained", reason, [], None)
+            assert log_row(pg, gdb, row[1])["reason"] == reason
 
 
 def test_the_caller_path_retries_once_then_decides(pg, gdb, server):

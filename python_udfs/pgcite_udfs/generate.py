@@ -1,11 +1,12 @@
 """Generated answers: the call to an OpenAI-compatible chat-completions endpoint, and the CitedAnswer model.
 
 The database builds the request and decides what reaches the caller (sql/core/065-generate.sql). This module
-only sends the request of one attempt with httpx, waits for the reply while the backend stays cancellable
-(statement_timeout, pg_cancel_backend), and validates the reply with pydantic. It never raises for the
-generator's own failures: a timeout, a refused connection, an HTTP error or a reply that is not a chat
-completion come back as {"ok": false, "error": ...}, which the database turns into generator_unavailable.
-The API key is used for the Authorization header only and is scrubbed from everything returned.
+only sends the request of one attempt with httpx (or httpx2), waits for the reply while the backend stays
+cancellable (statement_timeout, pg_cancel_backend), and validates the reply with pydantic. It never raises
+for the generator's own failures: a timeout, a refused connection, an HTTP error or a reply that is not a
+chat completion come back as {"ok": false, "error": ...}, which the database turns into
+generator_unavailable. The API key is used for the Authorization header only and is scrubbed from everything
+returned.
 """
 
 from __future__ import annotations
@@ -137,14 +138,23 @@ def _scrub(text: str | None, secret: str | None) -> str | None:
     return text.replace(secret, REDACTED)
 
 
+def http_client():
+    """The HTTP client module: httpx (requirements-db.txt), else httpx2, its successor with the same API
+    (huggingface_hub 2 depends on it)."""
+    try:
+        import httpx
+    except ImportError:
+        import httpx2 as httpx
+    return httpx
+
+
 def _post(url: str, headers: dict, body: dict, timeout_s: float, holder: dict) -> None:
     """Runs in a worker thread: one POST, the status and at most MAX_BODY_BYTES of the body into holder."""
     try:  # PostgreSQL's signal handlers must run in the backend's own thread, never here
         signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     except (AttributeError, OSError, ValueError):
         pass
-    import httpx
-
+    httpx = http_client()
     try:
         with httpx.Client(
             timeout=httpx.Timeout(timeout_s), trust_env=False, follow_redirects=False

@@ -368,7 +368,9 @@ DECLARE
     t0 timestamptz := pg_catalog.clock_timestamp();
     parsed jsonb := rag._parse_reply(p_reply);
     v jsonb := parsed -> 'value';
-    errors jsonb := (parsed -> 'errors') || coalesce(p_extra_errors, '[]');
+    -- the SQL checks decide; pydantic's complaints (p_extra_errors) count where these found nothing
+    errors jsonb := CASE WHEN pg_catalog.jsonb_array_length(parsed -> 'errors') > 0 THEN parsed -> 'errors'
+        ELSE coalesce(p_extra_errors, '[]') END;
     k integer := pg_catalog.jsonb_array_length(p_sources);
     ids bigint [];
     answer_text text;

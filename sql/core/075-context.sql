@@ -22,6 +22,7 @@ DECLARE
     options jsonb := coalesce(p_options, '{}');
     p record;
     r record;
+    passed boolean := false;
     timings jsonb;
 BEGIN
     IF rag._answer_options(options) ->> 'generator' IS NOT NULL THEN
@@ -34,18 +35,21 @@ BEGIN
     t1 := pg_catalog.clock_timestamp();
     IF p.has_question THEN
         SELECT * INTO r FROM rag._answer(p_question, p.corrected, p_tenant, p_k, p.qemb, options, params);
+        passed := (r.evidence #>> '{gate,passed}')::boolean;
+    ELSE
+        SELECT NULL::jsonb AS evidence, '{}'::bigint [] AS chunk_ids, 'empty_question'::text AS reason INTO r;
     END IF;
     timings := pg_catalog.jsonb_build_object(
         'embed_ms', round((extract(EPOCH FROM t1 - t0) * 1000)::numeric, 3),
         'answer_ms', round((extract(EPOCH FROM pg_catalog.clock_timestamp() - t1) * 1000)::numeric, 3));
 
-    IF NOT p.has_question OR NOT (r.evidence #>> '{gate,passed}')::boolean THEN
+    IF NOT passed THEN
         -- nothing to generate from: the abstention is logged now, as rag.ask logs it
         status := 'abstained';
-        reason := CASE WHEN p.has_question THEN r.reason ELSE 'empty_question' END;
+        reason := r.reason;
         sources := '[]';
-        evidence := CASE WHEN p.has_question THEN r.evidence ELSE pg_catalog.jsonb_build_object('chunks', '[]'::jsonb,
-            'complete', false, 'fingerprint', pg_catalog.encode(pg_catalog.sha256(''::bytea), 'hex')) END
+        evidence := coalesce(r.evidence, pg_catalog.jsonb_build_object('chunks', '[]'::jsonb, 'complete', false,
+            'fingerprint', pg_catalog.encode(pg_catalog.sha256(''::bytea), 'hex')))
             || '{"generation": {"path": "caller", "called": false}, "logged": true}'::jsonb;
         ask_id := rag._append_log(p_caller, p_tenant, t0, coalesce(p_question, ''), p_k, options, params, t.model,
             p_query_embedding IS NOT NULL, p.qemb, coalesce(r.chunk_ids, '{}'), status, reason, NULL, '[]',
