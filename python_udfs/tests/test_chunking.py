@@ -23,6 +23,7 @@ from pgcite_udfs.chunking import (
     estimate_tokens,
     parse,
 )
+from pgcite_udfs.chunking.tokens import Counter
 
 # The section classes, spelled out independently of the implementation.
 SECTION_CLASSES = [
@@ -790,6 +791,22 @@ def test_checkpoint_is_called_regularly(fmt, body):
     with pytest.raises(Stop):
         parse(body, fmt, checkpoint=stop_at_third)
     assert calls == 3
+
+
+def test_no_long_uninterruptible_count():
+    # a call of the counter cannot be interrupted: long texts are counted in pieces, cut at blanks
+    lengths = []
+
+    def counter(text: str) -> int:
+        lengths.append(len(text))
+        return estimate_tokens(text)
+
+    parse("a" * 1_000_000, "text", count_tokens=counter)
+    parse("<p>" + "ab," * 300_000 + "</p>", "html", count_tokens=counter)
+    parse("> " * 500_000, "markdown", count_tokens=counter)
+    assert max(lengths) <= 1 << 18
+    text = "word " * 100_000  # cut at blanks, a text counts what the counter says of it whole
+    assert Counter(counter)(text) == estimate_tokens(text) == 100_000
 
 
 def test_tolerated_inputs():

@@ -43,18 +43,30 @@ _SECTION_CLASSES = frozenset(
 )
 
 
-def _parse_html_doc(html: str):
+_PARSE_PIECE = 1 << 18  # bytes fed to the HTML parser at a time
+
+
+def _parse_html_doc(html: str, tick: Ticker):
+    """The root element, or None for a document without one. The parser is fed a piece at a time (the same
+    tree as at once), so that a long parse can be stopped between pieces."""
     import lxml.etree
     import lxml.html
 
     # huge_tree: libxml2 otherwise stops at 256 levels of nesting (and 10 MB text nodes) and drops the rest.
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
     data = html.encode("utf-8", "replace")
+    if not data:
+        return None
     try:
-        root = lxml.html.document_fromstring(data, parser=parser)
+        for start in range(0, len(data), _PARSE_PIECE):
+            tick(_PARSE_PIECE >> 10)
+            parser.feed(data[start : start + _PARSE_PIECE])
+        root = parser.close()
     except (lxml.etree.ParserError, ValueError):
         return None
-    for err in parser.error_log:
+    if root is None:
+        return None
+    for err in parser.feed_error_log:
         if err.type_name == "ERR_RESOURCE_LIMIT":
             # Even with huge_tree libxml2 drops what is nested deeper than 2048 elements: refuse instead.
             raise InputError(
@@ -196,7 +208,7 @@ def chunk_html(
     tick = Ticker(checkpoint)
     count = Counter(count_tokens, tick)
     result = ParseResult(format="html")
-    root = _parse_html_doc(html)
+    root = _parse_html_doc(html, tick)
     if root is None:
         return result
     doc_title = None

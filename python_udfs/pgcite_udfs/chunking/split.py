@@ -148,12 +148,13 @@ def _pack_spans(
         group.clear()
 
     for s, e in spans:
-        c = count(src[s:e])
-        if c > budget:
+        span = src[s:e]
+        if not _fits(span, budget, count):
             flush()
             cost = 0
-            out.extend(split_oversize(src[s:e], budget))
+            out.extend(split_oversize(span, budget))
             continue
+        c = count(span)
         if group and cost + c > budget:
             flush()
             cost = 0
