@@ -93,14 +93,18 @@ _NUMBER_ABBREVIATIONS = frozenset({"no", "nos", "p", "art"})
 
 _FENCE_RE = re.compile(r"[ \t]*(`{3,}|~{3,})")
 _TABLE_RE = re.compile(r"[ \t]*\|")
-_TABLE_SEP_RE = re.compile(r"[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+# possessive quantifiers (*+, ++): a line that is not a separator fails in linear time, not quadratic; but
+# not on the group, CPython 3.11 gets that wrong ("^-(?:\|-+)*+\|?$" matches "-||")
+_TABLE_SEP_RE = re.compile(r"[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*\|?[ \t]*+$")
 _HEADING_RE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
 _LIST_RE = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\S")
 _QUOTE_RE = re.compile(r"[ \t]*>")
 _NUMERIC_RE = re.compile(r"\(?\d+(?:\.\d+)*\)?")
 
-# Candidate sentence end: terminal punctuation, optional closers, whitespace, then the next char.
-_END_RE = re.compile(r"([.!?]+)([\"'\u201d\u2019)\]*_`]*)(\s+)(\S)")
+# Candidate sentence end: terminal punctuation, optional closers, whitespace, then the next char. Or, after
+# "|", the rest of a run of punctuation that is no candidate: every later start in the run would fail the
+# same way, and trying them all took quadratic time on a long run of dots.
+_END_RE = re.compile(r"([.!?]++)([\"'\u201d\u2019)\]*_`]*+)(\s+)(\S)|[.!?]++")
 _OPENERS = frozenset("\"'\u201c\u2018\u00ab([{`*")
 _LEADING_JUNK = "\"'\u201c\u2018\u00ab([{*_`"
 
@@ -251,6 +255,8 @@ def _split_unit(
     sent_start = start
     for m in _END_RE.finditer(text, start, end):
         tick()
+        if m.group(1) is None:
+            continue
         punct_pos = m.start(1)
         if _is_boundary(text, start, sent_start, punct_pos, m.group(1), m.group(4)):
             span = _strip_span(text, sent_start, m.end(2))

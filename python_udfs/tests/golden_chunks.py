@@ -73,6 +73,7 @@ def main() -> None:
     run("manual-html-64", manual, "auto", 64, 8, counter, args.per_file)
     markdown, text = sorted(DOCS.rglob("*.md")), sorted(DOCS.rglob("*.txt"))
     run("doc-markdown-256", markdown, "markdown", 256, 32, counter, args.per_file)
+    run("doc-markdown-64", markdown, "markdown", 64, 8, counter, args.per_file)
     run("doc-text-128", text, "text", 128, 16, counter, args.per_file)
     detected = hashlib.sha256()
     for f in [*manual, *markdown, *text]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 import tomllib
@@ -22,6 +23,7 @@ from pgcite_udfs.chunking import (
     estimate_tokens,
     parse,
 )
+from pgcite_udfs.chunking.tokens import Counter
 
 # The section classes, spelled out independently of the implementation.
 SECTION_CLASSES = [
@@ -627,21 +629,143 @@ def test_size_limit():
         assert ei.value.sqlstate == "54000"
 
 
+# Inputs that took quadratic time (one long word took 6.6 s at 100,000 characters): n -> a body of about
+# n characters. Nested HTML stays under libxml2's 2048 levels at 4n, with text at the bottom that every
+# level used to re-format.
+def nested_html(open_tags: str, close_tags: str, n: int) -> str:
+    levels = n // 300  # at most 3 elements a level: 1,600 at n = 160,000
+    return open_tags * levels + "word " * (n // 10) + close_tags * levels
+
+
+PATHOLOGICAL = {
+    "text: one long word": ("text", lambda n: "a" * n),
+    "markdown: one long word": ("markdown", lambda n: "a" * n),
+    "html: one long word": ("html", lambda n: "<p>" + "a" * n + "</p>"),
+    "text: a long line of punctuated words": ("text", lambda n: "ab," * (n // 3)),
+    "markdown: a long line of dotted words": ("markdown", lambda n: "x.y" * (n // 3)),
+    "markdown: a run of dots": ("markdown", lambda n: "a" + "." * n + "b"),
+    "markdown: nested list, a line a level": (
+        "markdown",
+        lambda n: "".join("  " * k + "- item\n" for k in range(int(n**0.5))),
+    ),
+    "markdown: nested list markers on a line": ("markdown", lambda n: "- " * (n // 2) + "x\n"),
+    "markdown: nested quotes on a line": ("markdown", lambda n: "> " * (n // 2) + "x\n"),
+    "text: tiny paragraphs": ("text", lambda n: "a\n\n" * (n // 3)),
+    "markdown: tiny paragraphs": ("markdown", lambda n: "a\n\n" * (n // 3)),
+    "html: tiny paragraphs": ("html", lambda n: "<p>a</p>" * (n // 8)),
+    "markdown: tiny sections": ("markdown", lambda n: "# a\nb\n" * (n // 6)),
+    "markdown: blank lines": ("markdown", lambda n: "# a\n" + "\n" * n + "b\n"),
+    "markdown: heading with blanks": ("markdown", lambda n: "# a" + " " * n + "b\n\ntext\n"),
+    "markdown: heading with blanks, closed": ("markdown", lambda n: "# a" + " \t" * (n // 2) + "b #\n\nx\n"),
+    "markdown: heading of brackets": ("markdown", lambda n: "# " + "[" * n + "\n\ntext\n"),
+    "markdown: heading of <": ("markdown", lambda n: "# " + "<" * n + "\n\ntext\n"),
+    "markdown: heading of *a": ("markdown", lambda n: "# " + "*a " * (n // 3) + "\n\ntext\n"),
+    "markdown: heading of _a": ("markdown", lambda n: "# " + "_a " * (n // 3) + "\n\ntext\n"),
+    "markdown: heading of open images": ("markdown", lambda n: "# " + "![a](" * (n // 5) + "\n\ntext\n"),
+    "markdown: front matter title": ("markdown", lambda n: "---\ntitle: a" + " " * n + "b\n---\nx\n"),
+    "markdown: comments on a line": ("markdown", lambda n: "<!---->" * (n // 7) + "x\n"),
+    "markdown: table separator": ("markdown", lambda n: "| a |\n|---" + " " * n + "x\n| b |\n" * 50),
+    "markdown: long fence line": (
+        "markdown",
+        lambda n: "```" + "x" * (n // 2) + "\n" + "a\n" * (n // 4) + "```",
+    ),
+    "markdown: long heading, many sections": (
+        "markdown",
+        lambda n: "# " + "t" * (n // 2) + "\n" + "## s\nx\n" * (n // 14),
+    ),
+    "html: list item of many blocks": ("html", lambda n: "<ul><li>" + "<p>x</p>" * (n // 8) + "</li></ul>"),
+    "html: ragged table": (
+        "html",
+        lambda n: "<table><tr>" + "<td>x</td>" * (n // 20) + "</tr>" + "<tr><td>y</td></tr>" * (n // 20),
+    ),
+    "html: backticks in pre": ("html", lambda n: "<pre>" + "`" * n + "</pre>"),
+    "html: long id, long section": (
+        "html",
+        lambda n: f'<h1 id="{"i" * (n // 2)}">t</h1><p>{"w " * (n // 4)}</p>',
+    ),
+    "html: nested lists": ("html", lambda n: nested_html("<ul><li>", "</li></ul>", n)),
+    "html: nested quotes": ("html", lambda n: nested_html("<blockquote>", "</blockquote>", n)),
+    "html: nested tables": ("html", lambda n: nested_html("<table><tr><td>", "</td></tr></table>", n)),
+    "html: nested divs": ("html", lambda n: nested_html("<div>", "</div>", n)),
+    "html: nested sections": ("html", lambda n: nested_html('<div class="sect1"><h2>t</h2>', "</div>", n)),
+    "detect: one long line": ("detect", lambda n: "a" * n + "\nb"),
+    "detect: open links": ("detect", lambda n: "[a](x" * (n // 5)),
+    "detect: brackets": ("detect", lambda n: "[" * n),
+}
+
+
+def best_time(entry: str, body: str, runs: int = 3) -> float:
+    """The best of a few runs, without the garbage collector (whose passes grow with whatever else the
+    test process holds, not with the input)."""
+    best = float("inf")
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(runs):
+            started = time.perf_counter()
+            if entry == "detect":
+                detect_format(body)
+            else:
+                parse(body, entry, allow_empty=True)
+            best = min(best, time.perf_counter() - started)
+    finally:
+        gc.enable()
+    return best
+
+
+@pytest.mark.parametrize("case", PATHOLOGICAL)
+def test_linear_time(case):
+    entry, build = PATHOLOGICAL[case]
+    n = 40_000
+    small_body, large_body = build(n), build(4 * n)
+    # Quadratic is 16 times the time for 4 times the input, linear 4: a ratio under 8 passes (plus 20 ms
+    # for short times). The machine is shared: a run slowed down by others is measured again.
+    for _ in range(3):
+        small, large = best_time(entry, small_body), best_time(entry, large_body)
+        if large < 8 * small + 0.02:
+            return
+    pytest.fail(f"{case}: {small:.3f}s at n={n}, {large:.3f}s at 4n")
+
+
+def test_labels_are_bounded():
+    # every chunk repeats its anchor, title and path: a huge heading is cut, not repeated in full
+    md = "# " + "t" * 5000 + "\n\nintro\n\n" + "## sub\n\ntext\n\n" * 3
+    res = parse(md, fmt="markdown")
+    top, subs = res.chunks[0], res.chunks[1:]
+    assert top.anchor == "t" * 256 and len(top.title) <= 64 * 8
+    assert [c.anchor for c in subs] == ["sub", "sub-1", "sub-2"]
+    assert all(c.section_path == "\u2026" + "t" * 1023 for c in subs)
+    html = f'<h1 id="{"i" * 5000}">Title</h1><p>text</p>'
+    assert parse(html).chunks[0].anchor == "i" * 256
+    # a title that is a single "token" of 5,000 characters (a real tokenizer's [UNK] for a long word)
+    res = parse("# " + "w" * 5000 + "\n\ntext\n", count_tokens=lambda t: len(t.split()))
+    assert res.chunks[0].title == "w" * (64 * 8 - 2) + " \u2026"
+    # nesting past the limit on paths keeps the innermost titles
+    deep = (
+        "".join(f'<div class="sect1"><h2>Level {i}</h2><p>text {i}</p>' for i in range(300)) + "</div>" * 300
+    )
+    last = parse(deep).chunks[-1]
+    assert last.content == "text 299"
+    assert last.section_path.startswith("\u2026 > Level ") and last.section_path.endswith(" > Level 298")
+    assert len(last.section_path) <= 1024
+
+
 class Stop(Exception):
     pass
 
 
 # Long documents of every kind, ~100,000 characters each.
-PROSE = "A sentence of prose, with words.\n" * 3000
+PROSE = "A sentence of prose, with words. " * 3000
 CHECKPOINT_DOCS = [
     ("html", "<html><body>" + "<p>A paragraph of words.</p>\n" * 4000 + "</body></html>"),
     ("html", '<div class="sect1"><h2>T</h2>' + "<div><ul><li>item</li></ul></div>\n" * 3000 + "</div>"),
     ("html", "<div>" * 1500 + PROSE + "</div>" * 1500),
     ("markdown", "".join(f"# H{i}\n\n" + "Text of the section. " * 20 + "\n\n" for i in range(250))),
     ("markdown", PROSE),
+    ("markdown", PROSE.replace(". ", ".\n")),
     ("markdown", "```\n" + "code line\n" * 10000 + "```\n"),
     ("text", PROSE),
-    ("text", "x" * 30_000),
+    ("text", "x" * 100_000),
 ]
 
 
@@ -667,6 +791,22 @@ def test_checkpoint_is_called_regularly(fmt, body):
     with pytest.raises(Stop):
         parse(body, fmt, checkpoint=stop_at_third)
     assert calls == 3
+
+
+def test_no_long_uninterruptible_count():
+    # a call of the counter cannot be interrupted: long texts are counted in pieces, cut at blanks
+    lengths = []
+
+    def counter(text: str) -> int:
+        lengths.append(len(text))
+        return estimate_tokens(text)
+
+    parse("a" * 1_000_000, "text", count_tokens=counter)
+    parse("<p>" + "ab," * 300_000 + "</p>", "html", count_tokens=counter)
+    parse("> " * 500_000, "markdown", count_tokens=counter)
+    assert max(lengths) <= 1 << 18
+    text = "word " * 100_000  # cut at blanks, a text counts what the counter says of it whole
+    assert Counter(counter)(text) == estimate_tokens(text) == 100_000
 
 
 def test_tolerated_inputs():

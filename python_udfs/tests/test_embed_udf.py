@@ -142,9 +142,10 @@ def test_parse_limit_is_the_setting_max_document_bytes():
     assert e.value.kw["sqlstate"] == "22023"
 
 
-# A long document for the checkpoint: ~0.2 MB of Markdown, seconds of tokenizing.
+# A long document for the checkpoint: ~0.8 MB of Markdown, of sentences all different (not counted twice).
 LONG_MD = "".join(
-    f"## Part {i}\n\n" + "Some words of the part, and a sentence more. " * 40 + "\n\n" for i in range(100)
+    f"## Part {i}\n\n" + "".join(f"Words of part {i}, sentence {j} of it. " for j in range(40)) + "\n\n"
+    for i in range(500)
 )
 
 
@@ -168,7 +169,7 @@ class Clock:
 def test_parse_runs_a_query_at_most_every_50_ms():
     plpy = FakePlpy()
     doc = json.loads(udf.parse(plpy, GD, LONG_MD, "markdown", 256, 32))
-    assert len(doc["chunks"]) == 200
+    assert len(doc["chunks"]) == 1000
     assert plpy.selects, "no checkpoint query in a long parse"
     gaps = [b - a for a, b in itertools.pairwise(plpy.selects)]
     assert all(g >= udf.CHECKPOINT_SECONDS for g in gaps)

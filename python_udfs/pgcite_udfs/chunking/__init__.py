@@ -12,6 +12,16 @@ real one from a HuggingFace ``tokenizer.json`` (word pieces without special toke
 WordPiece-like estimate is used (``estimate_tokens``).  Both are additive over whitespace-separated
 words, which the packer relies on for speed; every emitted chunk is re-counted and re-split if a
 non-additive counter makes it overflow.
+
+Limits. Every entry point takes time linear in its input, whatever its shape (one long word, long runs
+of markup characters, deep nesting, many tiny paragraphs), and uses no recursion that the input can make
+deep. ``parse``, ``chunk_html``, ``chunk_markdown`` and ``chunk_text`` refuse a body over ``max_bytes``
+bytes of UTF-8 (default MAX_DOCUMENT_BYTES, 20 MiB, as the setting pgcite.max_document_bytes) with
+InputError 54000; ``detect_format`` reads at most its first 200,000 characters. HTML may be nested 2048
+levels deep (libxml2's limit; deeper is InputError 54000, never text silently dropped). An anchor is at
+most 256 characters, a section_path 1024 (outer titles dropped first), a title a quarter of the window
+and 8 characters a token of that. ``checkpoint`` (optional, no arguments) is called every few hundred
+elements, lines or token counts: what it raises stops the work (PostgreSQL's cancel and timeout).
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 
 class Ticker:
-    """Called for every piece of work: an element, a line, a token count (which weighs one more for every
-    256 characters counted). Calls the checkpoint once ``every`` units of work, so a call costs little."""
+    """Called for every piece of work: an element, a line, a token count (one more for every 256 characters
+    it tokenizes). Calls the checkpoint once ``every`` units of work, so a call costs little."""
 
     __slots__ = ("_checkpoint", "_every", "_left")
 

@@ -6,24 +6,67 @@ from collections.abc import Callable
 
 from .checkpoint import Ticker
 from .errors import MAX_DOCUMENT_BYTES, InputError, check_size
-from .html_render import HEADINGS, Heading, classes, is_section, render
+from .html_render import HEADINGS, Heading, classes, render
 from .result import ParseResult
-from .sections import Section, Slugger, build_chunks, norm
+from .sections import MAX_ANCHOR_CHARS, Section, Slugger, build_chunks, extend_path, norm
 from .tokens import Counter
 
+_SECTION_CLASSES = frozenset(
+    {
+        "sect1",
+        "sect2",
+        "sect3",
+        "sect4",
+        "sect5",
+        "section",
+        "simplesect",
+        "refsect1",
+        "refsect2",
+        "refsect3",
+        "refentry",
+        "chapter",
+        "appendix",
+        "preface",
+        "part",
+        "reference",
+        "article",
+        "book",
+        "set",
+        "bibliography",
+        "bibliodiv",
+        "glossary",
+        "glossdiv",
+        "index",
+        "setindex",
+        "colophon",
+    }
+)
 
-def _parse_html_doc(html: str):
+
+_PARSE_PIECE = 1 << 18  # bytes fed to the HTML parser at a time
+
+
+def _parse_html_doc(html: str, tick: Ticker):
+    """The root element, or None for a document without one. The parser is fed a piece at a time (the same
+    tree as at once), so that a long parse can be stopped between pieces."""
     import lxml.etree
     import lxml.html
 
     # huge_tree: libxml2 otherwise stops at 256 levels of nesting (and 10 MB text nodes) and drops the rest.
     parser = lxml.html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, huge_tree=True)
     data = html.encode("utf-8", "replace")
+    if not data:
+        return None
     try:
-        root = lxml.html.document_fromstring(data, parser=parser)
+        for start in range(0, len(data), _PARSE_PIECE):
+            tick(_PARSE_PIECE >> 10)
+            parser.feed(data[start : start + _PARSE_PIECE])
+        root = parser.close()
     except (lxml.etree.ParserError, ValueError):
         return None
-    for err in parser.error_log:
+    if root is None:
+        return None
+    for err in parser.feed_error_log:
         if err.type_name == "ERR_RESOURCE_LIMIT":
             # Even with huge_tree libxml2 drops what is nested deeper than 2048 elements: refuse instead.
             raise InputError(
@@ -34,6 +77,35 @@ def _parse_html_doc(html: str):
                 detail=err.message,
             )
     return root
+
+
+def _docbook_sections(root, tick: Ticker) -> dict:
+    """The section divs of a DocBook document in document order, each with the nearest section div it is
+    in (or None): one walk over the divs, not a walk up from every section."""
+    import lxml.etree
+
+    enclosing: dict = {}
+    open_secs: list = []
+    index_parents: dict = {}  # element -> whether it has the class "index"
+    for event, el in lxml.etree.iterwalk(root, events=("start", "end"), tag="div"):
+        tick()
+        if event == "end":
+            if open_secs and open_secs[-1] is el:
+                open_secs.pop()
+            continue
+        cls = classes(el)
+        if not cls & _SECTION_CLASSES:
+            continue
+        if "index" in cls:  # the inner div.index of an index page is a container, not a section
+            parent = el.getparent()
+            if parent is not None:
+                if parent not in index_parents:
+                    index_parents[parent] = "index" in classes(parent)
+                if index_parents[parent]:
+                    continue
+        enclosing[el] = open_secs[-1] if open_secs else None
+        open_secs.append(el)
+    return enclosing
 
 
 def _docbook_heading(sec):
@@ -71,28 +143,27 @@ def _docbook_anchor(sec, heading) -> str | None:
     return None
 
 
-def _html_sections_docbook(secs, tick: Ticker) -> list[Section]:
-    titles: dict = {}
+def _html_sections_docbook(enclosing: dict, tick: Ticker) -> list[Section]:
+    paths: dict = {}  # section -> its path with its own title
     out: list[Section] = []
-    secset = set(secs)
-    for sec in secs:
+    for sec, parent in enclosing.items():
         heading, title = _docbook_heading(sec)
-        titles[sec] = title
         anchor = _docbook_anchor(sec, heading)
-        path = [titles[a] for a in reversed(list(sec.iterancestors("div"))) if a in secset and titles.get(a)]
-        rendered = render(sec, tick, docbook=True, skip=(heading,) if heading is not None else ())
+        path = paths[parent] if parent is not None else ""
+        paths[sec] = extend_path(path or None, title) if title else path
+        rendered = render(sec, tick, sections=enclosing, skip=(heading,) if heading is not None else ())
         blocks = [b for b in rendered if isinstance(b, str)]
-        out.append(Section(anchor, title, " > ".join(path), "\n\n".join(blocks)))
+        out.append(Section(anchor and anchor[:MAX_ANCHOR_CHARS], title, path, "\n\n".join(blocks)))
     return out
 
 
 def _html_sections_generic(body, doc_title: str | None, tick: Ticker) -> list[Section]:
-    blocks = render(body, tick, docbook=False, headings=True)
+    blocks = render(body, tick, headings=True)
     slug = Slugger()
     sections: list[Section] = []
     cur = Section(None, doc_title or "", "", "")
     cur_blocks: list[str] = []
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str]] = []  # (level, path with the heading's own title)
     preamble = True
 
     def close() -> None:
@@ -107,12 +178,13 @@ def _html_sections_generic(body, doc_title: str | None, tick: Ticker) -> list[Se
             preamble = False
             while stack and stack[-1][0] >= b.level:
                 stack.pop()
-            path = " > ".join(t for _, t in stack)
-            cur = Section(b.anchor or slug(b.text), b.text, path, "")
-            if b.anchor:
-                slug.taken.add(b.anchor)
+            path = stack[-1][1] if stack else ""
+            anchor = b.anchor and b.anchor[:MAX_ANCHOR_CHARS]
+            cur = Section(anchor or slug(b.text), b.text, path, "")
+            if anchor:
+                slug.taken.add(anchor)
             cur_blocks = []
-            stack.append((b.level, b.text))
+            stack.append((b.level, extend_path(path if stack else None, b.text)))
         else:
             cur_blocks.append(b)
     close()
@@ -136,7 +208,7 @@ def chunk_html(
     tick = Ticker(checkpoint)
     count = Counter(count_tokens, tick)
     result = ParseResult(format="html")
-    root = _parse_html_doc(html)
+    root = _parse_html_doc(html, tick)
     if root is None:
         return result
     doc_title = None
@@ -152,15 +224,11 @@ def chunk_html(
     body = root.find("body")
     if body is None:
         body = root
-    secs = []
-    for el in root.iter("div"):
-        tick()
-        if is_section(el):
-            secs.append(el)
-    if secs:
-        sections = _html_sections_docbook(secs, tick)
+    enclosing = _docbook_sections(root, tick)
+    if enclosing:
+        sections = _html_sections_docbook(enclosing, tick)
         # Text outside every section div (other than navigation) must not be lost silently.
-        outside = "\n\n".join(b for b in render(body, tick, docbook=True) if isinstance(b, str))
+        outside = "\n\n".join(b for b in render(body, tick, sections=enclosing) if isinstance(b, str))
         if outside.strip():
             sections.insert(0, Section(None, doc_title or "", "", outside))
     else:

@@ -2,44 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from .checkpoint import Ticker
 from .sections import norm
 from .split import PLAIN_FIRST_RE
 
-_SECTION_CLASSES = frozenset(
-    {
-        "sect1",
-        "sect2",
-        "sect3",
-        "sect4",
-        "sect5",
-        "section",
-        "simplesect",
-        "refsect1",
-        "refsect2",
-        "refsect3",
-        "refentry",
-        "chapter",
-        "appendix",
-        "preface",
-        "part",
-        "reference",
-        "article",
-        "book",
-        "set",
-        "bibliography",
-        "bibliodiv",
-        "glossary",
-        "glossdiv",
-        "index",
-        "setindex",
-        "colophon",
-    }
-)
 # Dropped wherever they appear (navigation, tables of contents, index terms).
 _DROP_CLASSES = frozenset(
     {
@@ -142,24 +113,22 @@ _BLOCK_TAGS = frozenset(
     }
 )
 _BR = object()
+# Lists, quotes, tables and definition lists render their content apart and then re-format it (indent it,
+# quote it): nested deeper than this, they render as plain blocks, so that no text is re-formatted more
+# than this many times and no line gets a longer prefix (the work stays linear in the input).
+_MAX_NESTING = 16
+_NESTING_TAGS = frozenset({"table", "ul", "ol", "dl", "blockquote"})
+_QUOTE_CLASSES = frozenset({*_ADMONITIONS, "blockquote"})
+_BACKTICKS_RE = re.compile(r"`+")
+_DIGITS_RE = re.compile(r"\d*")
+# Short rows of a table are padded with empty cells up to the longest, unless that would add more cells
+# than the table has, and more than this: a row of 10,000 cells above 10,000 rows of one stays ragged.
+_MAX_TABLE_PADDING = 10_000
 
 
 def classes(el) -> set[str]:
     c = el.get("class")
     return set(c.split()) if c else set()
-
-
-def is_section(el) -> bool:
-    if el.tag != "div":
-        return False
-    cls = classes(el)
-    if not cls & _SECTION_CLASSES:
-        return False
-    if "index" in cls:  # the inner div.index of an index page is a container, not a section
-        parent = el.getparent()
-        if parent is not None and "index" in classes(parent):
-            return False
-    return True
 
 
 @dataclass
@@ -169,12 +138,14 @@ class Heading:
     anchor: str | None
 
 
-def render(el, tick: Ticker, *, docbook: bool, skip=(), headings: bool = False) -> list:
+def render(el, tick: Ticker, *, sections: Collection | None = None, skip=(), headings: bool = False) -> list:
     """The text blocks of el's content (and Heading markers with ``headings``); ``tick`` for every step.
 
-    The walk keeps its own stack instead of recursing, so any depth of nesting is rendered.
+    ``sections``: the section divs of a DocBook document, skipped (each is a chunk of its own) with the
+    titlepage divs that hold their headings; None for other HTML. The walk keeps its own stack instead of
+    recursing, so any depth of nesting is rendered.
     """
-    r = Renderer(docbook=docbook, skip=skip, headings=headings)
+    r = Renderer(sections=sections, skip=skip, headings=headings)
     stack: list[Iterator] = [r.walk(el)]
     while stack:
         tick()
@@ -184,6 +155,30 @@ def render(el, tick: Ticker, *, docbook: bool, skip=(), headings: bool = False) 
         else:
             stack.append(task)
     return r.finish()
+
+
+def _line_start(line: str) -> tuple[bool, str | None]:
+    """Whether line starts like Markdown structure (PLAIN_FIRST_RE), and the line itself while text added
+    to its end could still change that ("1", "1.", "-", "``"), else None."""
+    unsettled = len(line) < _DIGITS_RE.match(line).end() + 3  # the regex looks no further than that
+    return bool(PLAIN_FIRST_RE.match(line)), (line if unsettled else None)
+
+
+def _join_item_blocks(blocks: list[str]) -> str:
+    """A list item's blocks as one text: a plain one-line block continues the line before it (unless that
+    line starts like Markdown structure), any other block starts a line of its own. What matters about the
+    last line is kept as it goes, so the work is linear in the item."""
+    parts = [blocks[0]]
+    plain_last, unsettled = _line_start(blocks[0].rsplit("\n", 1)[-1])
+    for b in blocks[1:]:
+        if not PLAIN_FIRST_RE.match(b) and "\n" not in b and not plain_last:
+            parts.append(" " + b)
+            if unsettled is not None:
+                plain_last, unsettled = _line_start(unsettled + " " + b)
+        else:
+            parts.append("\n" + b)
+            plain_last, unsettled = _line_start(b.rsplit("\n", 1)[-1])
+    return "".join(parts)
 
 
 def _cell_text(blocks: list) -> str:
@@ -202,11 +197,20 @@ class Renderer:
     list item in a renderer of its own) instead of calling them: ``render`` runs them from a stack.
     """
 
-    def __init__(self, *, docbook: bool, skip=(), headings: bool = False, in_cell: bool = False):
-        self.docbook = docbook
+    def __init__(
+        self,
+        *,
+        sections: Collection | None,
+        skip=(),
+        headings: bool = False,
+        in_cell: bool = False,
+        nesting: int = 0,
+    ):
+        self.sections = sections
         self.skip = skip
         self.headings = headings  # emit Heading markers (generic HTML sectioning)
         self.in_cell = in_cell
+        self.nesting = nesting  # how many renderers of enclosing lists, quotes, cells this one is inside
         self.blocks: list = []
         self._inline: list = []
 
@@ -229,7 +233,12 @@ class Renderer:
             self.blocks.append(text)
 
     def _sub(self, **kw) -> Renderer:
-        opts = {"docbook": self.docbook, "skip": self.skip, "in_cell": self.in_cell}
+        opts = {
+            "sections": self.sections,
+            "skip": self.skip,
+            "in_cell": self.in_cell,
+            "nesting": self.nesting + 1,
+        }
         opts.update(kw)
         return Renderer(**opts)
 
@@ -256,12 +265,18 @@ class Renderer:
         cls = classes(el)
         if cls & _DROP_CLASSES:
             return
-        if self.docbook and tag == "div" and ("titlepage" in cls or is_section(el)):
+        if self.sections is not None and tag == "div" and ("titlepage" in cls or el in self.sections):
             return  # the heading wrapper, or a nested section (a chunk of its own)
         if tag == "br":
             self._inline.append(_BR)
         elif tag == "pre":
             self._pre(el)
+        elif self.nesting >= _MAX_NESTING and (
+            tag in _NESTING_TAGS or (tag == "div" and cls & _QUOTE_CLASSES)
+        ):
+            self._flush()
+            yield self.walk(el)
+            self._flush()
         elif tag == "table":
             yield self._table(el)
         elif tag in ("ul", "ol"):
@@ -311,9 +326,7 @@ class Renderer:
             for c in classes(e):
                 if c.startswith("language-") and len(c) > 9:
                     lang = c[9:]
-        fence = "```"
-        while fence in code:
-            fence += "`"
+        fence = "`" * max(3, 1 + max((len(run) for run in _BACKTICKS_RE.findall(code)), default=0))
         self.blocks.append(f"{fence}{lang}\n{code}\n{fence}")
 
     def _table(self, table) -> Iterator:
@@ -357,11 +370,17 @@ class Renderer:
         if not matrix:
             return
         ncols = max(len(r) for r in matrix)
-        matrix = [r + [""] * (ncols - len(r)) for r in matrix]
+        cells = sum(len(r) for r in matrix)
+        if ncols * len(matrix) - cells <= cells + _MAX_TABLE_PADDING:
+            matrix = [r + [""] * (ncols - len(r)) for r in matrix]
         # Several header rows are merged into one (Markdown has a single header row).
         nhead = max(1, min(header_rows, len(matrix)))
         if nhead > 1:
-            head = [" ".join(c for c in col if c) for col in zip(*matrix[:nhead], strict=True)]
+            columns: list[list[str]] = [[] for _ in range(max(len(r) for r in matrix[:nhead]))]
+            for row in matrix[:nhead]:
+                for col, c in zip(columns, row, strict=False):
+                    col.append(c)
+            head = [" ".join(c for c in col if c) for col in columns]
         else:
             head = matrix[0]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * ncols]
@@ -393,14 +412,7 @@ class Renderer:
             marker = f"{num}. " if ordered else "- "
             num += 1
             indent = " " * len(marker)
-            text = blocks[0]
-            for b in blocks[1:]:
-                prev_last = text.split("\n")[-1]
-                if not PLAIN_FIRST_RE.match(b) and "\n" not in b and not PLAIN_FIRST_RE.match(prev_last):
-                    text += " " + b
-                else:
-                    text += "\n" + b
-            item_lines = text.split("\n")
+            item_lines = _join_item_blocks(blocks).split("\n")
             out.append(marker + item_lines[0])
             out.extend((indent + ln) if ln.strip() else "" for ln in item_lines[1:])
         if out:

@@ -8,28 +8,56 @@ from collections.abc import Callable
 from .checkpoint import Ticker
 from .errors import MAX_DOCUMENT_BYTES, check_size
 from .result import ParseResult
-from .sections import Section, Slugger, build_chunks, norm
+from .sections import Section, Slugger, build_chunks, extend_path, norm
 from .split import fence_closes
 from .tokens import Counter
 
-_ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_ATX_CLOSE_RE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]++(.*))?$")  # the text's trailing blanks are stripped after
 _SETEXT_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _MD_CONTAINER_RE = re.compile(r"^[ \t]*(?:[-*+][ \t]|\d{1,9}[.)][ \t]|>|\|)")
 MD_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# the value without the blanks around it (or the last blank of an all-blank value), without backtracking
+_TITLE_RE = re.compile(r"title:\s*(\S(?:.*\S)?|\s)\s*$")
+
+
+# Inline markup in a heading (one line). Each pattern is the construct (its text in group 1) or, after
+# "|", the stretch that the construct failing at this place proves cannot hold a match either: skipped as
+# it is instead of scanned again from every later position, which took quadratic time on "[[[[...",
+# "<<<<..." or "*a *a *a ...".
+_IMAGE_RE = re.compile(r"!\[([^\]]*)\]\([^)]*\)|!\[[^\]]*+(?:\]\([^)]*+)?")
+_LINK_RE = re.compile(r"\[([^\]]*)\]\([^)]*\)|\[[^\]]*+(?:\]\([^)]*+)?")
+_REF_LINK_RE = re.compile(r"\[([^\]]*)\]\[[^\]]*\]|\[[^\]]*+(?:\]\[[^\]]*+)?")
+_TAG_RE = re.compile(r"<([^>\n]+)>|<[^>\n]*+")
+_BOLD_RE = re.compile(r"(\*\*|__)(.+?)\1")
+_STAR_RE = re.compile(r"(?<![\w*])\*(\S(?:.*?\S)?)\*(?![\w*])|(?<![\w*])\*\S.*")
+_UNDERSCORE_RE = re.compile(r"(?<!\w)_(\S(?:.*?\S)?)_(?!\w)|(?<!\w)_\S.*")
+
+
+def _text_of(m: re.Match) -> str:
+    return m.group() if m.group(1) is None else m.group(1)
 
 
 def _md_plain(text: str) -> str:
-    """Inline Markdown to plain text (for heading titles and slugs)."""
-    s = re.sub(r"!\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    s = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", s)
-    s = re.sub(r"\[([^\]]*)\]\[[^\]]*\]", r"\1", s)
-    s = re.sub(r"<[^>\n]+>", "", s)
+    """Inline Markdown to plain text (for heading titles and slugs), in time linear in the text."""
+    s = _IMAGE_RE.sub(_text_of, text)
+    s = _LINK_RE.sub(_text_of, s)
+    s = _REF_LINK_RE.sub(_text_of, s)
+    s = _TAG_RE.sub(lambda m: m.group() if m.group(1) is None else "", s)
     s = s.replace("`", "")
-    s = re.sub(r"(\*\*|__)(.+?)\1", r"\2", s)
-    s = re.sub(r"(?<![\w*])\*(\S(?:.*?\S)?)\*(?![\w*])", r"\1", s)
-    s = re.sub(r"(?<!\w)_(\S(?:.*?\S)?)_(?!\w)", r"\1", s)
+    s = _BOLD_RE.sub(r"\2", s)
+    s = _STAR_RE.sub(_text_of, s)
+    s = _UNDERSCORE_RE.sub(_text_of, s)
     return norm(s)
+
+
+def _strip_closing_hashes(text: str) -> str:
+    """An ATX heading's closing sequence removed: "Title ##" -> "Title", "###" -> "", "C#" stays."""
+    body = text.rstrip("#")
+    if not body:
+        return ""
+    if len(body) < len(text) and body[-1] in " \t":
+        return body.rstrip(" \t")
+    return text
 
 
 def _front_matter(lines: list[str]) -> tuple[int, str | None]:
@@ -40,7 +68,7 @@ def _front_matter(lines: list[str]) -> tuple[int, str | None]:
         if lines[i].strip() in ("---", "..."):
             title = None
             for ln in lines[1:i]:
-                m = re.match(r"^title:\s*(.+?)\s*$", ln)
+                m = _TITLE_RE.match(ln)
                 if m:
                     title = m.group(1).strip("\"'") or None
             if all(re.match(r"^([\w-]+:|\s|-\s|#)", ln) or not ln.strip() for ln in lines[1:i]):
@@ -68,22 +96,22 @@ def _drop_md_comments(lines: list[str], tick: Ticker) -> list[str]:
                 fence = m.group(1)
                 out.append(line)
                 continue
-        kept, rest = [], line
-        while rest:
+        kept, pos = [], 0
+        while pos < len(line):
             if in_comment:
-                end = rest.find("-->")
+                end = line.find("-->", pos)
                 if end < 0:
-                    rest = ""
+                    pos = len(line)
                 else:
-                    rest, in_comment = rest[end + 3 :], False
+                    pos, in_comment = end + 3, False
             else:
-                start = rest.find("<!--")
+                start = line.find("<!--", pos)
                 if start < 0:
-                    kept.append(rest)
-                    rest = ""
+                    kept.append(line[pos:])
+                    pos = len(line)
                 else:
-                    kept.append(rest[:start])
-                    rest, in_comment = rest[start + 4 :], True
+                    kept.append(line[pos:start])
+                    pos, in_comment = start + 4, True
         text = "".join(kept)
         out.append(text if text.strip() or not line.strip() else "")
     return out
@@ -132,7 +160,7 @@ def chunk_markdown(
             continue
         m = _ATX_RE.match(line)
         if m:
-            text = _ATX_CLOSE_RE.sub("", m.group(2) or "")
+            text = _strip_closing_hashes((m.group(2) or "").rstrip(" \t"))
             headings.append((i, i + 1, len(m.group(1)), _md_plain(text)))
             para_start = None
             in_container = False
@@ -153,10 +181,9 @@ def chunk_markdown(
     result.title = doc_title
 
     def body(a: int, b: int) -> str:
-        chunk = lines[a:b]
-        while chunk and not chunk[0].strip():
-            chunk.pop(0)
-        return "\n".join(chunk).rstrip()
+        while a < b and not lines[a].strip():
+            a += 1
+        return "\n".join(lines[a:b]).rstrip()
 
     sections: list[Section] = []
     first = headings[0][0] if headings else len(lines)
@@ -164,14 +191,14 @@ def chunk_markdown(
     if pre.strip():
         sections.append(Section(None, doc_title or "", "", pre))
     slug = Slugger()
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str]] = []  # (level, path with the heading's own title)
     for k, (_start, after, level, title) in enumerate(headings):
         tick()
         end = headings[k + 1][0] if k + 1 < len(headings) else len(lines)
         while stack and stack[-1][0] >= level:
             stack.pop()
-        path = " > ".join(t for _, t in stack)
-        stack.append((level, title))
+        path = stack[-1][1] if stack else ""
+        stack.append((level, extend_path(path if stack else None, title)))
         sections.append(Section(slug(title), title, path, body(after, end)))
     result.sections_found = len(sections)
     result.chunks, result.empty_sections = build_chunks(sections, max_tokens, count)

@@ -11,6 +11,12 @@ from .tokens import Counter
 
 _WS_RE = re.compile(r"\s+")
 
+# Every chunk repeats its section's anchor, title and path: they are bounded, so that the chunks of a
+# document stay proportional to it (a heading of a megabyte above a thousand subsections would not be).
+MAX_ANCHOR_CHARS = 256
+MAX_PATH_CHARS = 1024
+_TITLE_CHARS_PER_TOKEN = 8  # a title of a quarter of the window has at most 8 characters a token
+
 
 def norm(text: str) -> str:
     return _WS_RE.sub(" ", text).strip()
@@ -21,10 +27,19 @@ def content_budget(max_tokens: int, title: str, count: Counter) -> int:
 
 
 def clip_title(title: str, max_tokens: int, count: Counter) -> str:
-    """Titles may take at most a quarter of the window (a setext "heading" can be a whole paragraph)."""
+    """Titles may take at most a quarter of the window (a setext "heading" can be a whole paragraph), and
+    _TITLE_CHARS_PER_TOKEN characters a token of that (a long word can be a single token)."""
     limit = max(max_tokens // 4, 2)
-    if count(title) <= limit:
-        return title
+    if count(title) > limit:
+        title = _clip_words(title, limit, count)
+    max_chars = limit * _TITLE_CHARS_PER_TOKEN
+    if len(title) > max_chars:
+        clipped = title[: max_chars - 2] + " \u2026"
+        title = clipped if count(clipped) <= limit else ""
+    return title
+
+
+def _clip_words(title: str, limit: int, count: Counter) -> str:
     words = title.split()
     kept: list[str] = []
     used = count("\u2026")
@@ -71,6 +86,19 @@ def build_chunks(sections: list[Section], max_tokens: int, count: Counter) -> tu
     return chunks, empty
 
 
+def extend_path(path: str | None, title: str) -> str:
+    """The path of a section's subsections: its own path (None for a section at the top) and its title,
+    the outer titles dropped ("\u2026 > inner > title") beyond MAX_PATH_CHARS."""
+    if path is None:
+        full = title[-MAX_PATH_CHARS:]
+    else:
+        full = f"{path[-MAX_PATH_CHARS:]} > {title[-MAX_PATH_CHARS:]}"
+    if len(full) <= MAX_PATH_CHARS and len(title) <= MAX_PATH_CHARS:
+        return full
+    cut = full.find(" > ", len(full) - MAX_PATH_CHARS + 1)
+    return "\u2026" + (full[cut:] if cut >= 0 else full[len(full) - MAX_PATH_CHARS + 1 :])
+
+
 def _slugify(text: str) -> str:
     s = re.sub(r"[^\w\- ]", "", text.strip().lower())
     return s.replace(" ", "-")
@@ -82,7 +110,7 @@ class Slugger:
         self.taken: set[str] = set()
 
     def __call__(self, text: str) -> str:
-        base = _slugify(text) or "section"
+        base = _slugify(text)[:MAX_ANCHOR_CHARS] or "section"
         slug = base
         if base in self.counts or base in self.taken:
             n = self.counts.get(base, 0)

@@ -18,7 +18,14 @@ from .tokens import Counter
 WORD_RE = re.compile(r"\S+")
 PLAIN_FIRST_RE = re.compile(r"^(?:[-*+] |\d+[.)] |>|\||```|~~~)")
 _FENCE_OPEN_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
-_TABLE_SEP_RE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+# possessive quantifiers (*+, ++): a line that is not a separator fails in linear time, not quadratic; but
+# not on the group, CPython 3.11 gets that wrong ("^-(?:\|-+)*+\|?$" matches "-||")
+_TABLE_SEP_RE = re.compile(r"^[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+(?:\|[ \t]*+:?-++:?[ \t]*+)*\|?[ \t]*+$")
+# Fence lines and table headers are repeated in every part of a split block only up to this size.
+_MAX_REPEATED_CHARS = 1024
+# split_chars searches a rest of a word of up to this many budgets (or characters) whole, as it always did.
+_WHOLE_SEARCH_BUDGETS = 8
+_WHOLE_SEARCH_CHARS = 1024
 _LIST_ITEM_RE = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])[ \t]+")
 
 
@@ -71,22 +78,48 @@ def _line_spans(text: str, tick: Ticker) -> list[tuple[int, int]]:
 
 
 def split_chars(word: str, budget: int, count: Counter) -> list[str]:
+    """Pieces of at most budget tokens, each the longest that fits (at least one character)."""
     out = []
-    rest = word
-    while rest:
-        if count(rest) <= budget:
-            out.append(rest)
-            break
-        lo, hi = 1, len(rest)  # find the longest prefix that fits
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if count(rest[:mid]) <= budget:
-                lo = mid
-            else:
-                hi = mid - 1
-        out.append(rest[:lo])
-        rest = rest[lo:]
+    start = 0
+    while start < len(word):
+        end = _longest_fit(word, start, budget, count)
+        out.append(word[start:end])
+        start = end
     return out
+
+
+def _longest_fit(word: str, start: int, budget: int, count: Counter) -> int:
+    """The end of the longest piece of word from start that fits the budget (start + 1 if none does).
+
+    A short rest of the word is searched as it always was: the whole rest, then halving. A real tokenizer
+    is not monotonic in the prefix ("nul" can take more word pieces than "null"), so another search could
+    cut elsewhere. A longer rest is searched by doubling from one budget of characters and then halving:
+    the work is proportional to the piece, not to the rest, so splitting a word takes linear time.
+    """
+    end = len(word)
+    if end - start <= max(_WHOLE_SEARCH_BUDGETS * budget, _WHOLE_SEARCH_CHARS):
+        return (
+            end if count(word[start:]) <= budget else _bisect_fit(word, start, start + 1, end, budget, count)
+        )
+    fits, probe = start + 1, start + budget
+    while probe < end and count(word[start:probe]) <= budget:
+        fits, probe = probe, start + 2 * (probe - start)
+    if probe >= end:
+        if count(word[start:]) <= budget:
+            return end
+        probe = end
+    return _bisect_fit(word, start, fits, probe - 1, budget, count)
+
+
+def _bisect_fit(word: str, start: int, lo: int, hi: int, budget: int, count: Counter) -> int:
+    """The largest end in lo..hi whose piece from start fits (lo if none does), by halving."""
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(word[start:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _pack_spans(
@@ -115,12 +148,13 @@ def _pack_spans(
         group.clear()
 
     for s, e in spans:
-        c = count(src[s:e])
-        if c > budget:
+        span = src[s:e]
+        if not _fits(span, budget, count):
             flush()
             cost = 0
-            out.extend(split_oversize(src[s:e], budget))
+            out.extend(split_oversize(span, budget))
             continue
+        c = count(span)
         if group and cost + c > budget:
             flush()
             cost = 0
@@ -161,17 +195,22 @@ def _split_block(block: str, budget: int, count: Counter) -> list[str]:
         marker = m.group(1)
         closed = fence_closes(lines[-1], marker)
         closing = lines[-1] if closed else marker
-        body = "\n".join(lines[1:-1] if closed else lines[1:])
-        inner = max(budget - count(first) - count(closing), 1)
-        parts = _pack_spans(
-            body, _line_spans(body, count.tick), inner, count, lambda t, b: split_words(t, b, count)
+        if len(first) + len(closing) <= _MAX_REPEATED_CHARS:
+            body = "\n".join(lines[1:-1] if closed else lines[1:])
+            inner = max(budget - count(first) - count(closing), 1)
+            parts = _pack_spans(
+                body, _line_spans(body, count.tick), inner, count, lambda t, b: split_words(t, b, count)
+            )
+            return [f"{first}\n{p}\n{closing}" for p in parts]
+        # fence lines too long to repeat in every part: the block is split as lines
+        return _pack_spans(
+            block, _line_spans(block, count.tick), budget, count, lambda t, b: split_words(t, b, count)
         )
-        return [f"{first}\n{p}\n{closing}" for p in parts]
     if all(ln.lstrip().startswith("|") for ln in lines):
         header = lines[:2] if len(lines) > 2 and _TABLE_SEP_RE.match(lines[1]) else []
         head = "\n".join(header)
         hcost = count(head)
-        if hcost > budget // 2:
+        if hcost > budget // 2 or len(head) > _MAX_REPEATED_CHARS:
             header, head, hcost = [], "", 0
         body = "\n".join(lines[len(header) :])
         inner = max(budget - hcost, 1)

@@ -45,12 +45,15 @@ def load_token_counter(tokenizer_json_path: str) -> Callable[[str], int]:
 class Counter:
     """Memoising wrapper around a token counting callable (the same text is often counted twice).
 
-    Every count is a unit of work for ``tick`` (cancellation), and so may raise what the checkpoint raises.
+    Every count is work for ``tick`` (cancellation), and so may raise what the checkpoint raises. A call
+    of the counting function cannot be interrupted: a text over _MAX_PIECE characters is counted in pieces
+    cut at blanks (counters are additive over words; a word longer than that is cut where it must be).
     """
 
     __slots__ = ("_cache", "_chars", "_fn", "tick")
 
     _MAX_CHARS = 8_000_000  # bound on the memory held by the cache
+    _MAX_PIECE = 1 << 18
 
     def __init__(self, fn: Callable[[str], int] | None, tick: Ticker | None = None):
         self._fn = fn if fn is not None else estimate_tokens
@@ -59,15 +62,29 @@ class Counter:
         self._chars = 0
 
     def __call__(self, text: str) -> int:
-        self.tick(1 + (len(text) >> 8))
+        self.tick()
         if not text:
             return 0
         n = self._cache.get(text)
         if n is None:
-            n = int(self._fn(text))
+            n = self._count(text)
             if self._chars + len(text) > self._MAX_CHARS:
                 self._cache.clear()
                 self._chars = 0
             self._cache[text] = n
             self._chars += len(text)
         return n
+
+    def _count(self, text: str) -> int:
+        total = 0
+        start = 0
+        while start < len(text):
+            end = start + self._MAX_PIECE
+            if end < len(text):
+                cut = max(text.rfind(" ", start + 1, end), text.rfind("\n", start + 1, end))
+                if cut > start:
+                    end = cut
+            self.tick((end - start) >> 8)
+            total += int(self._fn(text[start:end]))
+            start = end
+        return total
