@@ -641,3 +641,9 @@ def test_long_parses_stop_at_statement_timeout_and_deep_html_keeps_its_text(pg, 
         body = ("word " * 50 + "\n\n") * 60000  # 15 MB of text: many seconds of work
         assert fails(c, "SELECT count(*) FROM rag.chunk_text(%s)", (body,)) == "57014"
         assert time.monotonic() - t0 < 10
+
+
+def test_correct_question_has_the_question_limit_of_rag_ask(pg, adb):
+    with connect(pg, adb, R["reader"]) as c:
+        assert fails(c, "SELECT rag.correct_question(repeat('vacum ', 1000), 'alpha')") == "54000"
+        assert fails(c, "SELECT rag.correct_question('vacum', 'bravo')") == "42501"

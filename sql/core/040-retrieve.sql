@@ -135,6 +135,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
     PERFORM rag._authorize(current_user, correct_question.tenant, 'read');
+    PERFORM rag._check_question(correct_question.question, 1);  -- 54000 over 4000 characters, as rag.ask
     RETURN rag._correct_question(correct_question.tenant, correct_question.question, rag._params());
 END
 $fn$;
