@@ -2,14 +2,34 @@
 -- rag.ingest (pgcite_python) parses and embeds inside PostgreSQL and calls rag._store_version;
 -- rag.store_document is the same path for callers that chunk and embed outside (no PL/Python).
 
-CREATE OR REPLACE FUNCTION rag._check_document(p_doc_key text, p_body text)
+-- 54000 when a document (its body, or the text of its chunks) is over the setting max_document_bytes.
+CREATE OR REPLACE FUNCTION rag._check_bytes(p_doc_key text, p_bytes bigint)
 RETURNS void
 LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    max_bytes bigint := rag._setting('pgcite.max_document_bytes', 20 * 1024 * 1024)::bigint;
+    max_bytes bigint := rag._setting('max_document_bytes', 20 * 1024 * 1024)::bigint;
+BEGIN
+    IF coalesce(p_bytes, 0) > max_bytes THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('document "%s" is %s bytes, over the limit of %s bytes',
+                p_doc_key, p_bytes, max_bytes),
+            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
+    END IF;
+END
+$fn$;
+COMMENT ON FUNCTION rag._check_bytes(text, bigint) IS
+'Internal: 54000 when a document of p_bytes bytes is over the setting max_document_bytes.';
+
+CREATE OR REPLACE FUNCTION rag._check_document(p_doc_key text, p_body text)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
 BEGIN
     IF p_doc_key IS NULL OR pg_catalog.btrim(p_doc_key) = '' THEN
         RAISE EXCEPTION USING
@@ -23,13 +43,7 @@ BEGIN
             MESSAGE = pg_catalog.format('document "%s" is empty', p_doc_key),
             HINT = 'To remove a document use rag.delete_document(tenant, doc_key).';
     END IF;
-    IF pg_catalog.octet_length(p_body) > max_bytes THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'program_limit_exceeded',
-            MESSAGE = pg_catalog.format('document "%s" is %s bytes, over the limit of %s bytes',
-                p_doc_key, pg_catalog.octet_length(p_body), max_bytes),
-            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
-    END IF;
+    PERFORM rag._check_bytes(p_doc_key, pg_catalog.octet_length(p_body));
 END
 $fn$;
 COMMENT ON FUNCTION rag._check_document(text, text) IS
@@ -129,14 +143,8 @@ DECLARE
 BEGIN
     -- rag.ingest and rag.store_document checked their inputs, but writers may call this function directly
     PERFORM rag._check_document(p_doc_key, 'x');
-    IF coalesce((SELECT sum(pg_catalog.octet_length(c.content)) FROM pg_catalog.unnest(p_chunks) AS c), 0)
-        > rag._setting('max_document_bytes', 20 * 1024 * 1024) THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'program_limit_exceeded',
-            MESSAGE = pg_catalog.format('document "%s" is over the limit of %s bytes', p_doc_key,
-                rag._setting('max_document_bytes', 20 * 1024 * 1024)),
-            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
-    END IF;
+    PERFORM rag._check_bytes(p_doc_key,
+        (SELECT sum(pg_catalog.octet_length(c.content)) FROM pg_catalog.unnest(p_chunks) AS c));
     IF p_model IS DISTINCT FROM rag.model_name() OR pg_catalog.octet_length(p_hash) IS DISTINCT FROM 32
         OR coalesce(p_empty_sections, 0) < 0
         OR EXISTS (SELECT FROM pg_catalog.unnest(p_chunks) AS c WHERE c.token_count < 0) THEN

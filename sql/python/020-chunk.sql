@@ -54,27 +54,15 @@ COMMENT ON FUNCTION rag._parsed(text, text, integer, integer) IS
 
 CREATE OR REPLACE FUNCTION rag._chunk_rows(body text, format text, max_tokens integer, overlap integer)
 RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)
-LANGUAGE plpgsql
+LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-DECLARE
-    max_bytes bigint := rag._setting('max_document_bytes', 20 * 1024 * 1024)::bigint;
-BEGIN
-    IF pg_catalog.octet_length(body) > max_bytes THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'program_limit_exceeded',
-            MESSAGE = pg_catalog.format('document is %s bytes, over the limit of %s bytes',
-                pg_catalog.octet_length(body), max_bytes),
-            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
-    END IF;
-    RETURN QUERY
     SELECT (c ->> 'chunk_index')::integer, c ->> 'anchor', c ->> 'section_path', c ->> 'title', c ->> 'content'
-    FROM pg_catalog.jsonb_array_elements(rag._parsed(body, format, max_tokens, overlap) -> 'chunks') AS c;
-END
+    FROM pg_catalog.jsonb_array_elements(rag._parsed(body, format, max_tokens, overlap) -> 'chunks') AS c
 $fn$;
 COMMENT ON FUNCTION rag._chunk_rows(text, text, integer, integer) IS
-'Internal: the chunks of a document as rows; 54000 over the setting max_document_bytes.';
+'Internal: the chunks of a document as rows (the parser refuses a body over max_document_bytes: 54000).';
 
 CREATE OR REPLACE FUNCTION rag.chunk_html(html text)
 RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)
