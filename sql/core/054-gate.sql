@@ -137,3 +137,31 @@ $fn$;
 COMMENT ON FUNCTION rag._proper_names(text) IS
 'Internal: the proper names of a question as asked (Capitalized or mixed-case words not starting a sentence, with '
 'adjacent capitals: "SQL Server"), for the gate''s names signal.';
+
+-- Names the question spells out, for the gate: snake_case words such as work_mem or pg_basebackup (of the
+-- corrected question, so a misspelt name is already fixed), in order of appearance. A name the question presents as
+-- the user's own object ("my big_events", "the created_at column", "table orders_2024") is left out: no
+-- corpus can know it.
+CREATE OR REPLACE FUNCTION rag._question_names(p_corrected text)
+RETURNS text[]
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.array_agg(y.word ORDER BY y.first_n), '{}')
+    FROM (
+        SELECT x.word, min(x.n) AS first_n
+        FROM (
+            SELECT s.word, s.n,
+                pg_catalog.lag(s.word) OVER (ORDER BY s.n) AS word_before,
+                pg_catalog.lead(s.word) OVER (ORDER BY s.n) AS word_after
+            FROM pg_catalog.regexp_split_to_table(p_corrected, '\s+') WITH ORDINALITY AS s (word, n)
+        ) AS x
+        WHERE x.word ~ '^[[:alnum:]_]+$' AND x.word ~ '[[:alnum:]]_[[:alnum:]]' AND x.word ~ '[[:alpha:]]'
+            AND NOT coalesce(x.word_before ~ '^(my|our|your|columns?|tables?|fields?|views?|schemas?|databases?)$', false)
+            AND NOT coalesce(x.word_after ~ '^(columns?|tables?|fields?|views?|schemas?|databases?)$', false)
+        GROUP BY x.word
+    ) AS y
+$fn$;
+COMMENT ON FUNCTION rag._question_names(text) IS
+'Internal: the snake_case names of a corrected question (settings, functions), not the user''s own objects.';

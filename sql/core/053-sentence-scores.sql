@@ -1,0 +1,119 @@
+-- Sentence scores: every sentence of the top passages scored against the question (stored sentence
+-- embeddings, else embedded now, else lexically). The gate reads the best one; quote choice ranks them.
+
+-- Sentences of the passages scored lexically in SQL: the fallback when a passage has no stored sentences and
+-- pgcite_python is not installed. Spans from rag._text_spans (052-spans.sql), scored by ts_rank.
+CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+        'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos, 'quote', x.sentence, 'sim', NULL,
+        'score', round(pg_catalog.ts_rank(pg_catalog.to_tsvector(p_config, x.sentence), p_query)::numeric, 6)
+    ) ORDER BY x.chunk_id, x.start_pos), '[]')
+    FROM (
+        SELECT (p.value ->> 'chunk_id')::bigint AS chunk_id, s.start_pos, s.end_pos,
+            pg_catalog.substr(p.value ->> 'content', s.start_pos + 1, s.end_pos - s.start_pos) AS sentence
+        FROM pg_catalog.jsonb_array_elements(p_passages) AS p,
+            rag._text_spans(p.value ->> 'content') AS s
+    ) AS x
+$fn$;
+COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
+'Internal: the sentence spans of passages (rag._text_spans) scored by ts_rank against the question (used when '
+'sentences are neither stored nor computable: no pgcite_python).';
+
+-- The content words of a text as the quote scorer compares them: words of letters, digits and "_" longer than
+-- two characters, lower case, not stop words, with a small suffix stemmer (plural and verb forms of a word meet).
+CREATE OR REPLACE FUNCTION rag._content_terms(p_text text)
+RETURNS text[]
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.array_agg(DISTINCT x.term ORDER BY x.term), '{}')
+    FROM (
+        SELECT CASE
+            WHEN pg_catalog.length(w.w) > 9 AND pg_catalog.right(w.w, 6) = 'ations' THEN pg_catalog.left(w.w, -6)
+            WHEN pg_catalog.length(w.w) > 8 AND pg_catalog.right(w.w, 5) = 'ation' THEN pg_catalog.left(w.w, -5)
+            WHEN pg_catalog.length(w.w) > 7 AND pg_catalog.right(w.w, 4) = 'ings' THEN pg_catalog.left(w.w, -4)
+            WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ing' THEN pg_catalog.left(w.w, -3)
+            WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ies' THEN pg_catalog.left(w.w, -3)
+            WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'es' THEN pg_catalog.left(w.w, -2)
+            WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'ed' THEN pg_catalog.left(w.w, -2)
+            WHEN pg_catalog.length(w.w) > 4 AND pg_catalog.right(w.w, 1) = 's' THEN pg_catalog.left(w.w, -1)
+            ELSE w.w
+        END AS term
+        FROM (
+            SELECT pg_catalog.lower(m.a[1]) AS w
+            FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
+        ) AS w
+        WHERE pg_catalog.length(w.w) > 2 AND NOT w.w = ANY ('{a,an,and,are,as,at,be,by,can,could,do,does,did,for,
+            from,how,i,if,in,into,is,it,its,me,my,of,on,or,should,so,than,that,the,their,them,then,there,these,
+            this,those,to,was,were,what,when,where,which,who,whom,why,will,with,would,you,your,we,our,us,use,used,
+            using,about,after,before,between,both,each,few,more,most,other,some,such,only,own,same,too,very,just,
+            also,any,all,not,no,nor,one,get,make,want,need}'::text [])
+    ) AS x
+$fn$;
+COMMENT ON FUNCTION rag._content_terms(text) IS
+'Internal: the distinct stemmed content words of a text (the lexical part of quote scoring).';
+
+-- Every sentence span of the given chunks scored against the question: MiniLM cosine
+-- similarity to the question plus 0.25 x the share of the question's content words it contains. Sentences and
+-- their embeddings come from rag.sentence (stored at ingest); for chunks stored without them,
+-- rag._sentence_vectors (pgcite_python) splits and embeds them now. NULL when a chunk has no stored sentences
+-- and pgcite_python is not installed: the caller then scores lexically.
+CREATE OR REPLACE FUNCTION rag._sentence_scores(p_question text, p_qemb public.vector, p_ids bigint[])
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    missing jsonb;
+    live jsonb := '[]';
+    q_terms text[] := rag._content_terms(p_question);
+BEGIN
+    SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content))
+    INTO missing
+    FROM rag.chunk AS c
+    WHERE c.chunk_id = ANY (p_ids) AND NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = c.chunk_id);
+    IF missing IS NOT NULL THEN
+        IF pg_catalog.to_regprocedure('rag._sentence_vectors(jsonb)') IS NULL THEN
+            RETURN NULL;
+        END IF;
+        EXECUTE 'SELECT rag._sentence_vectors($1)' INTO live USING missing;
+    END IF;
+    RETURN (
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos,
+            'quote', x.quote, 'sim', round(x.sim::numeric, 6), 'overlap', round(o.overlap::numeric, 6),
+            'score', round((x.sim + 0.25 * o.overlap)::numeric, 6)
+        ) ORDER BY x.chunk_id, x.start_pos), '[]')
+        FROM (
+            SELECT y.chunk_id, y.start_pos, y.end_pos, 1 - (y.embedding OPERATOR(public.<=>) p_qemb) AS sim,
+                pg_catalog.substr(c.content, y.start_pos + 1, y.end_pos - y.start_pos) AS quote, y.terms
+            FROM (
+                SELECT s.chunk_id, s.start_pos, s.end_pos, s.embedding, s.terms
+                FROM rag.sentence AS s
+                WHERE s.chunk_id = ANY (p_ids)
+                UNION ALL
+                SELECT (e ->> 'chunk_id')::bigint, (e ->> 'start')::integer, (e ->> 'end')::integer,
+                    (e ->> 'embedding')::public.vector, NULL
+                FROM pg_catalog.jsonb_array_elements(live) AS e
+            ) AS y
+            INNER JOIN rag.chunk AS c ON c.chunk_id = y.chunk_id
+        ) AS x
+        CROSS JOIN LATERAL (
+            SELECT CASE WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8 ELSE
+                (SELECT count(*) FROM pg_catalog.unnest(coalesce(x.terms, rag._content_terms(x.quote))) AS t (term)
+                 WHERE t.term = ANY (q_terms))::float8 / pg_catalog.cardinality(q_terms) END AS overlap
+        ) AS o
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag._sentence_scores(text, public.vector, bigint[]) IS
+'Internal: the sentences of the chunks scored against the question [{chunk_id, start, end, quote, sim, overlap, '
+'score}], or NULL when some chunk has no stored sentences and pgcite_python is absent.';
