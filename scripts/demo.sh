@@ -20,7 +20,9 @@ echo "== an embedding computed inside PostgreSQL"
 echo
 echo "== ingest the PostgreSQL manual into tenant pgdocs"
 $PGCITE tenant create pgdocs
-$PGCITE ingest "$MANUAL" --tenant pgdocs --threads "$(nproc)" --source-url-prefix https://www.postgresql.org/docs/15/
+# embedding threads are a database setting (rag.set_config), never a session's
+"$PSQL" "$DSN" -qAt -c "SELECT rag.set_config('torch_threads', '$(nproc)')" >/dev/null
+$PGCITE ingest "$MANUAL" --tenant pgdocs --source-url-prefix https://www.postgresql.org/docs/15/
 echo
 echo "== ask"
 $PGCITE ask "How do I prevent transaction ID wraparound failures?" --tenant pgdocs || true
