@@ -43,7 +43,7 @@ BEGIN
             -- writers: what rag.ingest runs as the writer (parsing, chunking: CPU in proportion to input)
             grantee := CASE
                 WHEN f.proname IN ('_my_tenants', '_config_text', '_settings_catalog', '_params',
-                    '_correct_question', '_common_words', '_python_init') THEN 'pgcite_reader'
+                    '_correct_question', '_common_words', '_python_init', '_check_question') THEN 'pgcite_reader'
                 ELSE 'pgcite_writer'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, %I', f.sig, grantee);
