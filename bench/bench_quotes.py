@@ -1,0 +1,126 @@
+"""Answer quality on the four manual chapters in one command (issue #11): ingest, calibrate, evaluate.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_quotes.py [--dsn DSN] [--keep] [--out DIR]
+
+1. A database `pgcite_quotes` (dropped and created again unless --keep) on the cluster of --dsn /
+   $DATABASE_URL, else on a private cluster under /var/tmp/pgcite-bench-quotes (started if needed), with
+   pgcite and pgcite_python as installed (`make install` first).
+2. Tenant `pgdocs`: the 33 files of eval/pgdocs-corpus.txt from Debian's manual (as tests/test_manual.py).
+3. `rag.calibrate` on the calibration split of eval/pgdocs-dev.jsonl (what `pgcite calibrate` does).
+4. `pgcite eval`'s scoring on the calibration and test splits of eval/pgdocs-dev.jsonl and eval/offtopic.jsonl;
+   one table, and with --out each run's per-question results as JSON (misses: answer given vs answer_has).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import psycopg
+
+from pgcite.client import Client
+from pgcite.cluster import Cluster
+from pgcite.evaluate import load_questions, run, summarize
+
+ROOT = Path(__file__).resolve().parents[1]
+MANUAL = next(iter(sorted(Path("/usr/share/doc").glob("postgresql-doc-*/html"))), Path("/nonexistent"))
+DB = "pgcite_quotes"
+TENANT = "pgdocs"
+RUNS = [
+    ("pgdocs-dev.jsonl", "calibration"),
+    ("pgdocs-dev.jsonl", "test"),
+    ("offtopic.jsonl", "calibration"),
+    ("offtopic.jsonl", "test"),
+]
+
+
+def server_dsn(args: argparse.Namespace) -> str:
+    """The DSN of the maintenance database of the server to use."""
+    given = args.dsn or os.environ.get("DATABASE_URL")
+    if given:
+        return psycopg.conninfo.make_conninfo(given, dbname="postgres")
+    cluster = Cluster(Path(args.home))
+    cluster.init()
+    cluster.start()
+    return cluster.dsn("postgres")
+
+
+def prepare(admin_dsn: str, keep: bool) -> tuple[str, float]:
+    """Creates (or keeps) the database with the extensions and the ingested chapters; seconds spent ingesting."""
+    dsn = psycopg.conninfo.make_conninfo(admin_dsn, dbname=DB)
+    with psycopg.connect(admin_dsn, autocommit=True) as a:
+        exists = a.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB,)).fetchone() is not None
+        if exists and not keep:
+            a.execute(f'DROP DATABASE "{DB}" WITH (FORCE)')
+        if not exists or not keep:
+            a.execute(f'CREATE DATABASE "{DB}"')
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("CREATE EXTENSION IF NOT EXISTS fuzzystrmatch SCHEMA public")
+        c.execute("CREATE EXTENSION IF NOT EXISTS pgcite CASCADE")
+        c.execute("CREATE EXTENSION IF NOT EXISTS pgcite_python CASCADE")
+        venv = os.environ.get("PGCITE_DB_VENV")
+        if venv:
+            c.execute("SELECT rag.set_config('python_path', %s)", (venv,))
+    t0 = time.perf_counter()
+    with Client(dsn) as client:
+        client.create_tenant(TENANT)
+        for name in (ROOT / "eval" / "pgdocs-corpus.txt").read_text().split():
+            res = client.ingest(TENANT, name, (MANUAL / name).read_text(), "html")
+            if res.status == "failed":
+                raise SystemExit(f"ingest of {name} failed: {res}")
+    return dsn, time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dsn", help="a server to use (its maintenance database); default: a private cluster")
+    ap.add_argument("--home", default="/var/tmp/pgcite-bench-quotes", help="the private cluster's directory")
+    ap.add_argument("--keep", action="store_true", help="reuse the database if it exists (re-ingest: unchanged)")
+    ap.add_argument("--out", help="directory for per-question JSON of each run")
+    ap.add_argument("--k", type=int, default=5)
+    args = ap.parse_args()
+
+    dsn, ingest_s = prepare(server_dsn(args), args.keep)
+    print(f"database {DB}, tenant {TENANT}: ingest {ingest_s:.0f} s", file=sys.stderr)
+    rows = []
+    with Client(dsn) as client:
+        calib = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", "calibration")
+        client.calibrate(TENANT, [q.for_calibrate() for q in calib])
+        min_score = client.tenant_gate(TENANT).get("min_score")
+        for file, split in RUNS:
+            questions = load_questions(ROOT / "eval" / file, split)
+            results = run(lambda text: client.ask(text, TENANT, k=args.k), questions)
+            s = summarize(results)
+            rows.append((file, split, s))
+            if args.out:
+                out = Path(args.out)
+                out.mkdir(parents=True, exist_ok=True)
+                dump = {"summary": s, "per_question": [asdict(r) for r in results]}
+                (out / f"{file.split('.')[0]}-{split}.json").write_text(json.dumps(dump, indent=1, default=str))
+
+    def pct(v: float | None) -> str:
+        return "–" if v is None else f"{v:.3f}"
+
+    print(f"min_score (calibrated on pgdocs-dev calibration) {float(min_score):.6f}")
+    head = "| set | split | retrieval hit@1 | citation hit@1 | answer_contains | false abstain | answered off-topic |"
+    print(head)
+    print("|---|---|---|---|---|---|---|")
+    for file, split, s in rows:
+        fa = f"{s['false_abstain']} / {s['answerable']}" if s["answerable"] else "–"
+        off = f"{s['false_answer']} / {s['unanswerable']} ({100 * s['false_answer_rate']:.1f} %)"
+        print(
+            f"| {file} | {split} | {pct(s['retrieval_hit_at_1'])} | {pct(s['hit_at_1'])} | "
+            f"{pct(s['answer_contains'])} | {fa} | {off} |"
+        )
+    bad = [s for _, _, s in rows if s["errors"] or (s["quotes_verified"] not in (None, 1.0))]
+    print(f"every quote verified: {'yes' if not bad else 'NO'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
