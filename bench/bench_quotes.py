@@ -7,8 +7,9 @@
    pgcite and pgcite_python as installed (`make install` first).
 2. Tenant `pgdocs`: the 33 files of eval/pgdocs-corpus.txt from Debian's manual (as tests/test_manual.py).
 3. `rag.calibrate` on the calibration split of eval/pgdocs-dev.jsonl (what `pgcite calibrate` does).
-4. `pgcite eval`'s scoring on the calibration and test splits of eval/pgdocs-dev.jsonl and eval/offtopic.jsonl;
-   one table, and with --out each run's per-question results as JSON (misses: answer given vs answer_has).
+4. `pgcite eval`'s scoring on the calibration and test splits of eval/pgdocs-dev.jsonl and
+   eval/offtopic.jsonl; one table, and with --out each run's per-question results as JSON (misses: the
+   answer given next to answer_has).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def server_dsn(args: argparse.Namespace) -> str:
 
 
 def prepare(admin_dsn: str, keep: bool) -> tuple[str, float]:
-    """Creates (or keeps) the database with the extensions and the ingested chapters; seconds spent ingesting."""
+    """Creates (or keeps) the database with the extensions and the chapters ingested; the ingest's seconds."""
     dsn = psycopg.conninfo.make_conninfo(admin_dsn, dbname=DB)
     with psycopg.connect(admin_dsn, autocommit=True) as a:
         exists = a.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB,)).fetchone() is not None
@@ -80,7 +81,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dsn", help="a server to use (its maintenance database); default: a private cluster")
     ap.add_argument("--home", default="/var/tmp/pgcite-bench-quotes", help="the private cluster's directory")
-    ap.add_argument("--keep", action="store_true", help="reuse the database if it exists (re-ingest: unchanged)")
+    ap.add_argument("--keep", action="store_true", help="reuse the database if it exists")
     ap.add_argument("--out", help="directory for per-question JSON of each run")
     ap.add_argument("--k", type=int, default=5)
     args = ap.parse_args()
@@ -101,14 +102,17 @@ def main() -> int:
                 out = Path(args.out)
                 out.mkdir(parents=True, exist_ok=True)
                 dump = {"summary": s, "per_question": [asdict(r) for r in results]}
-                (out / f"{file.split('.')[0]}-{split}.json").write_text(json.dumps(dump, indent=1, default=str))
+                name = f"{file.split('.')[0]}-{split}.json"
+                (out / name).write_text(json.dumps(dump, indent=1, default=str))
 
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"
 
     print(f"min_score (calibrated on pgdocs-dev calibration) {float(min_score):.6f}")
-    head = "| set | split | retrieval hit@1 | citation hit@1 | answer_contains | false abstain | answered off-topic |"
-    print(head)
+    print(
+        "| set | split | retrieval hit@1 | citation hit@1 | answer_contains | false abstain "
+        "| off-topic answered |"
+    )
     print("|---|---|---|---|---|---|---|")
     for file, split, s in rows:
         fa = f"{s['false_abstain']} / {s['answerable']}" if s["answerable"] else "–"
