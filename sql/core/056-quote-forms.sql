@@ -130,6 +130,21 @@ $fn$;
 COMMENT ON FUNCTION rag._gives_reason(text) IS
 'Internal: whether a span gives a reason (because, since, due to, ...).';
 
+-- Whether a span has the form the question asks for: says what to do for a "how do I" question, gives a reason
+-- for a "why" question (false for other questions).
+CREATE OR REPLACE FUNCTION rag._has_asked_form(p_span text, p_features jsonb)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce((p_features ->> 'howto')::boolean, false) AND rag._says_what_to_do(p_span)
+        OR coalesce((p_features ->> 'why')::boolean, false) AND rag._gives_reason(p_span)
+$fn$;
+COMMENT ON FUNCTION rag._has_asked_form(text, jsonb) IS
+'Internal: whether a span has the form the question asks for (what to do for "how do I", a reason for "why").';
+
 -- The weights of the preferences of rag._quote_bonus and of rag._choose_quotes, in one place.
 CREATE OR REPLACE FUNCTION rag._quote_weights()
 RETURNS jsonb
@@ -139,7 +154,7 @@ PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT '{"names": 0.1, "howto": 0.2, "why": 0.05, "defines": 0.1, "neighbour": 0.15, "inherit": 0.05,
-        "echo": 0.2}'::jsonb
+        "echo": 0.2, "complete": 0.35}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '

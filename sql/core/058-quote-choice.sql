@@ -82,6 +82,7 @@ DECLARE
     item_kind text;  -- kind of the block item the unit has reached
     best float8;
     merged boolean;
+    want_form boolean;
     blocked boolean;
     a integer;
     b integer;
@@ -251,6 +252,33 @@ BEGIN
         pick_last := pick_last || cand_last[m];
         pick_score := pick_score || cand_score[m];
     END LOOP;
+
+    -- Complete the answer with one more quote within weights.complete of the best: for a "how do I" or "why"
+    -- question whose quotes neither say what to do nor give a reason, the best candidate that does; otherwise the
+    -- best candidate of a passage not quoted yet (the question matched by one passage, answered by the next).
+    IF pg_catalog.cardinality(pick_first) < p_max_quotes THEN
+        want_form := ((features ->> 'howto')::boolean OR (features ->> 'why')::boolean) AND NOT EXISTS (
+            SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(pick_first)) AS g (x)
+            WHERE rag._has_asked_form(rag._span_text(c_id, c_content, s_start, s_end, pick_first[g.x],
+                pick_last[g.x]), features));
+        FOR m IN
+            SELECT x.o
+            FROM ROWS FROM (pg_catalog.unnest(cand_first), pg_catalog.unnest(cand_last),
+                pg_catalog.unnest(cand_score)) WITH ORDINALITY AS x (f, l, sc, o)
+            WHERE x.sc >= best - (w ->> 'complete')::float8
+            ORDER BY round(x.sc::numeric, 6) DESC, c_rank[x.f], x.f, x.l DESC
+        LOOP
+            CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(pick_first)) AS g (x)
+                WHERE cand_first[m] <= pick_last[g.x] AND cand_last[m] >= pick_first[g.x]
+                    OR NOT want_form AND c_id[cand_first[m]] IN (c_id[pick_first[g.x]], c_id[pick_last[g.x]]));
+            CONTINUE WHEN want_form AND NOT rag._has_asked_form(
+                rag._span_text(c_id, c_content, s_start, s_end, cand_first[m], cand_last[m]), features);
+            pick_first := pick_first || cand_first[m];
+            pick_last := pick_last || cand_last[m];
+            pick_score := pick_score || cand_score[m];
+            EXIT;
+        END LOOP;
+    END IF;
 
     -- Widen chosen prose to a contiguous span of up to three sentences of its paragraph; a unit that ends in prose
     -- (a sentence carrying on after its code) may take up to two more sentences of that paragraph.
