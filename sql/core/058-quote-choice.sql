@@ -307,7 +307,7 @@ BEGIN
             END IF;
             IF i IS NOT NULL AND s_text[a] ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*)?(This|These|That|'
                 || 'Those|Such|It|Its|They|Their|Them|Therefore|Thus|Hence|So|However|But|Also|Otherwise|Instead|'
-                || 'Then|Here|There)\M') THEN
+                || 'Then|Here|There|The (latter|former))\M') THEN
                 pick_first[k] := i;
             ELSIF j IS NOT NULL AND s_text[j] ~ ('^(However|But|Unless|Except|Otherwise|Instead|'
                 || 'Therefore|Thus|Hence|This means|That is|Even so|Nevertheless|Still)\M') THEN
