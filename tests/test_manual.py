@@ -54,3 +54,30 @@ def test_capital_of_australia_abstains(chapters, conn):
         "SELECT status, reason FROM rag.ask('What is the capital of Australia?', %s)", (TENANT,)
     )
     assert row.fetchone() == ("abstained", "no_relevant_sources")
+
+
+def _verbatim(conn, citations):
+    for c in citations:
+        row = conn.execute("SELECT content FROM rag.chunk WHERE chunk_id = %s", (c["chunk_id"],)).fetchone()
+        content = row[0]
+        assert c["verified"] and content[c["quote_start"] : c["quote_end"]] == c["quote"]
+
+
+def test_howto_answer_quotes_the_command(chapters, conn):
+    """Issue #11's example: the passage closest to the question says GIN is the preferred index type; the
+    answer must also quote how to create one."""
+    status, answer, citations = conn.execute(
+        "SELECT status, answer, citations FROM rag.ask(%s, %s)",
+        ("How do I create a GIN index for full text search?", TENANT),
+    ).fetchone()
+    assert status == "answered" and "USING GIN (column)" in answer
+    _verbatim(conn, citations)
+
+
+def test_psql_commands_are_quoted(chapters, conn):
+    status, answer, citations = conn.execute(
+        "SELECT status, answer, citations FROM rag.ask(%s, %s)",
+        ("Which psql commands show text search configuration objects?", TENANT),
+    ).fetchone()
+    assert status == "answered" and "\\dF" in answer
+    _verbatim(conn, citations)

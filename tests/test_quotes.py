@@ -247,3 +247,101 @@ def test_lexical_path_quotes_the_same_shapes(pg, core_db):
         assert any(
             "CREATE WIDGET INDEX" in x["quote"] and x["quote"].startswith("To create") for x in b["citations"]
         )
+
+
+# Quote choice on given span scores: which spans rag._choose_quotes takes from the passages, whatever the
+# model would score (rag.ask passes it the MiniLM + lexical scores of rag._sentence_scores).
+GADGETS = """# Gadget polish
+
+Gadget polish keeps a gadget shiny for years. Polished gadgets are easier to sell.
+
+# Polishing a gadget
+
+To polish a gadget, run this command in the frobnicator shell:
+
+```
+POLISH GADGET gadget_name;
+```
+
+# Rust
+
+Gadgets rust because the frobnicator keeps them in a damp cellar.
+
+# Gadget colours
+
+Gadgets come in three colours: red, green and blue.
+"""
+
+
+@pytest.fixture(scope="module")
+def gadgets(pg, db):
+    with psycopg.connect(pg.dsn(db), autocommit=True) as c:
+        c.execute("SELECT rag.create_tenant('gadgets')")
+        c.execute("SELECT * FROM rag.ingest('gadgets', 'gadgets.md', %s, 'markdown')", (GADGETS,))
+    return "gadgets"
+
+
+def choose(conn, question, scores, order, max_quotes=2):
+    """rag._choose_quotes with rag.ask's defaults (margin 0.08, rank penalty 0.1) over the gadget sections
+    in `order` (titles, best passage first), each stored sentence scored by the first prefix of `scores` it
+    starts with (0.1 otherwise). Every quote is the chunk's text at its offsets."""
+    rows = conn.execute(
+        "SELECT c.chunk_id, c.title, c.content, s.start_pos, s.end_pos FROM rag.chunk AS c "
+        "JOIN rag.sentence AS s USING (chunk_id) WHERE c.tenant = 'gadgets' "
+        "ORDER BY c.chunk_index, s.start_pos"
+    ).fetchall()
+    ids = {title: chunk_id for chunk_id, title, *_ in rows}
+    content = {chunk_id: text for chunk_id, _, text, *_ in rows}
+    scored = [
+        {
+            "chunk_id": chunk_id,
+            "start": s,
+            "end": e,
+            "score": next((v for p, v in scores.items() if text[s:e].startswith(p)), 0.1),
+        }
+        for chunk_id, _, text, s, e in rows
+    ]
+    picked = conn.execute(
+        "SELECT rag._choose_quotes(%s, %s, %s, %s, %s, 0.08, 0.1)",
+        (question, question, [ids[t] for t in order], json.dumps(scored), max_quotes),
+    ).fetchone()[0]
+    for p in picked:
+        assert content[p["chunk_id"]][p["start"] : p["end"]] == p["quote"]
+    return [p["quote"] for p in picked]
+
+
+def test_howto_answer_carries_what_to_do(conn, gadgets):
+    """The passage closest to a "how do I" question only describes the thing; the answer still quotes the
+    command from a lower passage (within 0.35 of the best), not a better-scored sentence that says no more."""
+    order = ["Gadget polish", "Gadget colours", "Polishing a gadget", "Rust"]
+    scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.8, "To polish a gadget": 0.6}
+    quotes = choose(conn, "How do I polish a gadget?", scores, order)
+    assert quotes[0].startswith("Gadget polish keeps a gadget shiny")
+    assert len(quotes) == 2 and quotes[1].startswith("To polish a gadget, run this command")
+    assert "POLISH GADGET gadget_name;" in quotes[1]
+    # bounded: a command far below the best is not quoted
+    quotes = choose(conn, "How do I polish a gadget?", {**scores, "To polish a gadget": 0.3}, order)
+    assert not any("POLISH GADGET" in q for q in quotes)
+
+
+def test_why_answer_carries_a_reason(conn, gadgets):
+    order = ["Gadget polish", "Gadget colours", "Rust", "Polishing a gadget"]
+    scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.85, "Gadgets rust because": 0.8}
+    quotes = choose(conn, "Why do my gadgets rust?", scores, order)
+    assert quotes[0].startswith("Gadget polish keeps")
+    assert quotes[1:] == ["Gadgets rust because the frobnicator keeps them in a damp cellar."]
+
+
+def test_second_passage_completes_the_answer(conn, gadgets):
+    """A question that is neither "how" nor "why": the best span of the next passage not quoted yet joins the
+    answer when it is within 0.35 of the best; max_quotes still bounds the answer."""
+    order = ["Gadget polish", "Gadget colours", "Rust", "Polishing a gadget"]
+    scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.75, "Gadgets rust": 0.8}
+    quotes = choose(conn, "What are gadgets like?", scores, order)
+    assert quotes == [
+        "Gadget polish keeps a gadget shiny for years.",
+        "Gadgets come in three colours: red, green and blue.",
+    ]
+    assert choose(conn, "What are gadgets like?", scores, order, max_quotes=1) == quotes[:1]
+    far = choose(conn, "What are gadgets like?", {"Gadget polish keeps": 0.9, "Gadgets come in": 0.6}, order)
+    assert far == quotes[:1]
