@@ -10,6 +10,10 @@
 4. `pgcite eval`'s scoring on the calibration and test splits of eval/pgdocs-dev.jsonl and
    eval/offtopic.jsonl; one table, and with --out each run's per-question results as JSON (misses: the
    answer given next to answer_has).
+5. With --core: the same chunks (content, embedding, anchor, title; no sentences) stored by
+   rag.store_document in a database with the core extension only (`pgcite_quotes_core`), the gate opened
+   (min_score 0), and the dev splits asked with the question's embedding passed: quote choice on the lexical
+   path (spans split in SQL, scored by ts_rank), to compare answer_contains with the PL/Python path.
 """
 
 from __future__ import annotations
@@ -77,6 +81,31 @@ def prepare(admin_dsn: str, keep: bool) -> tuple[str, float]:
     return dsn, time.perf_counter() - t0
 
 
+def prepare_core(admin_dsn: str, dsn: str) -> str:
+    """The core-only database: the Python database's chunks stored without sentences; the gate opened."""
+    core = DB + "_core"
+    with psycopg.connect(admin_dsn, autocommit=True) as a:
+        a.execute(f'DROP DATABASE IF EXISTS "{core}" WITH (FORCE)')
+        a.execute(f'CREATE DATABASE "{core}"')
+    core_dsn = psycopg.conninfo.make_conninfo(admin_dsn, dbname=core)
+    with psycopg.connect(dsn) as src, psycopg.connect(core_dsn, autocommit=True) as c:
+        c.execute("CREATE EXTENSION pgcite CASCADE")
+        c.execute("SELECT rag.create_tenant(%s)", (TENANT,))
+        c.execute("SELECT rag.set_config('min_score', '0')")
+        docs = src.execute(
+            "SELECT c.doc_key, jsonb_agg(jsonb_build_object('content', c.content, 'embedding',"
+            " c.embedding::text::jsonb, 'anchor', c.anchor, 'section_path', c.section_path, 'title', c.title)"
+            " ORDER BY c.chunk_index) FROM rag.chunk AS c JOIN rag.document AS d USING (document_id)"
+            " WHERE d.tenant = %s AND d.retired_at IS NULL GROUP BY c.doc_key ORDER BY c.doc_key",
+            (TENANT,),
+        ).fetchall()
+        for key, items in docs:
+            c.execute(
+                "SELECT * FROM rag.store_document(%s, %s, %s)", (TENANT, key, psycopg.types.json.Jsonb(items))
+            )
+    return core_dsn
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dsn", help="a server to use (its maintenance database); default: a private cluster")
@@ -84,9 +113,13 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="reuse the database if it exists")
     ap.add_argument("--out", help="directory for per-question JSON of each run")
     ap.add_argument("--k", type=int, default=5)
+    ap.add_argument(
+        "--core", action="store_true", help="also the core-only lexical path (dev set, gate open)"
+    )
     args = ap.parse_args()
 
-    dsn, ingest_s = prepare(server_dsn(args), args.keep)
+    admin = server_dsn(args)
+    dsn, ingest_s = prepare(admin, args.keep)
     print(f"database {DB}, tenant {TENANT}: ingest {ingest_s:.0f} s", file=sys.stderr)
     rows = []
     with Client(dsn) as client:
@@ -104,6 +137,23 @@ def main() -> int:
                 dump = {"summary": s, "per_question": [asdict(r) for r in results]}
                 name = f"{file.split('.')[0]}-{split}.json"
                 (out / name).write_text(json.dumps(dump, indent=1, default=str))
+        if args.core:
+            core_dsn = prepare_core(admin, dsn)
+            with Client(core_dsn) as core:
+                for split in ("calibration", "test"):
+                    questions = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", split)
+
+                    def ask_core(text: str) -> object:
+                        emb = client.connection.execute("SELECT rag.embed(%s)::text", (text,)).fetchone()[0]
+                        return core.ask(text, TENANT, k=args.k, query_embedding=json.loads(emb))
+
+                    rows.append(
+                        (
+                            "pgdocs-dev.jsonl (core, lexical, gate open)",
+                            split,
+                            summarize(run(ask_core, questions)),
+                        )
+                    )
 
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"

@@ -21,6 +21,9 @@
 --     all, none overlapping another); a sentence within two of chosen prose in the same paragraph joins it as one
 --     contiguous span. An introduction whose block is not in the passages, and the lower-case rest of a sentence
 --     begun in another chunk, are not candidates.
+--   * The answer is then completed by one more candidate within weights.complete of the best (max_quotes
+--     permitting): for a "how do I" or "why" question whose quotes neither say what to do nor give a reason, the
+--     best candidate that does (rag._has_asked_form); otherwise the best candidate of a passage not quoted yet.
 --   * Chosen prose then grows, within its paragraph and up to three sentences, by the sentence before when it
 --     leans on it ("This", "It", "However", ...), by the sentence after when that one qualifies it ("However",
 --     "But", ...), and by a neighbour whose span score is within weights.neighbour of its own; a unit ending in
