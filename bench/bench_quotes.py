@@ -113,6 +113,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="reuse the database if it exists")
     ap.add_argument("--out", help="directory for per-question JSON of each run")
     ap.add_argument("--k", type=int, default=5)
+    ap.add_argument("--options", default="{}", help="rag.ask options as JSON, e.g. '{\"max_quotes\": 3}'")
+    ap.add_argument("--calibration-only", action="store_true", help="only the calibration splits")
     ap.add_argument(
         "--core", action="store_true", help="also the core-only lexical path (dev set, gate open)"
     )
@@ -126,11 +128,14 @@ def main() -> int:
         calib = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", "calibration")
         client.calibrate(TENANT, [q.for_calibrate() for q in calib])
         min_score = client.tenant_gate(TENANT).get("min_score")
+        options = json.loads(args.options)
         for file, split in RUNS:
+            if args.calibration_only and split != "calibration":
+                continue
             questions = load_questions(ROOT / "eval" / file, split)
-            results = run(lambda text: client.ask(text, TENANT, k=args.k), questions)
+            results = run(lambda text: client.ask(text, TENANT, k=args.k, options=options), questions)
             s = summarize(results)
-            rows.append((file, split, s))
+            rows.append((file, split, s, results))
             if args.out:
                 out = Path(args.out)
                 out.mkdir(parents=True, exist_ok=True)
@@ -140,19 +145,18 @@ def main() -> int:
         if args.core:
             core_dsn = prepare_core(admin, dsn)
             with Client(core_dsn) as core:
-                for split in ("calibration", "test"):
+                for split in ("calibration",) if args.calibration_only else ("calibration", "test"):
                     questions = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", split)
 
                     def ask_core(text: str) -> object:
                         emb = client.connection.execute("SELECT rag.embed(%s)::text", (text,)).fetchone()[0]
-                        return core.ask(text, TENANT, k=args.k, query_embedding=json.loads(emb))
-
-                    rows.append(
-                        (
-                            "pgdocs-dev.jsonl (core, lexical, gate open)",
-                            split,
-                            summarize(run(ask_core, questions)),
+                        return core.ask(
+                            text, TENANT, k=args.k, query_embedding=json.loads(emb), options=options
                         )
+
+                    results = run(ask_core, questions)
+                    rows.append(
+                        ("pgdocs-dev.jsonl (core, lexical, gate open)", split, summarize(results), results)
                     )
 
     def pct(v: float | None) -> str:
@@ -161,17 +165,20 @@ def main() -> int:
     print(f"min_score (calibrated on pgdocs-dev calibration) {float(min_score):.6f}")
     print(
         "| set | split | retrieval hit@1 | citation hit@1 | answer_contains | false abstain "
-        "| off-topic answered |"
+        "| off-topic answered | answer chars | quotes |"
     )
-    print("|---|---|---|---|---|---|---|")
-    for file, split, s in rows:
+    print("|---|---|---|---|---|---|---|---|---|")
+    for file, split, s, results in rows:
+        answers = [r for r in results if r.answerable and r.answered]
+        chars = f"{sum(len(r.answer or '') for r in answers) / len(answers):.0f}" if answers else "–"
+        quotes = f"{sum(r.citations for r in answers) / len(answers):.2f}" if answers else "–"
         fa = f"{s['false_abstain']} / {s['answerable']}" if s["answerable"] else "–"
         off = f"{s['false_answer']} / {s['unanswerable']} ({100 * s['false_answer_rate']:.1f} %)"
         print(
             f"| {file} | {split} | {pct(s['retrieval_hit_at_1'])} | {pct(s['hit_at_1'])} | "
-            f"{pct(s['answer_contains'])} | {fa} | {off} |"
+            f"{pct(s['answer_contains'])} | {fa} | {off} | {chars} | {quotes} |"
         )
-    bad = [s for _, _, s in rows if s["errors"] or (s["quotes_verified"] not in (None, 1.0))]
+    bad = [s for _, _, s, _ in rows if s["errors"] or (s["quotes_verified"] not in (None, 1.0))]
     print(f"every quote verified: {'yes' if not bad else 'NO'}")
     return 1 if bad else 0
 
