@@ -29,7 +29,8 @@ def test_create_extension_cascade_in_fresh_database(pg, fresh_db):
 # is a set, its items sorted).
 CATALOG = """
 SELECT 'function ' || p.oid::regprocedure::text || ' ' || md5(pg_get_functiondef(p.oid))
-       || ' acl ' || coalesce((SELECT string_agg(a::text, ',' ORDER BY a::text) FROM unnest(p.proacl) AS a), '')
+       || ' acl '
+       || coalesce((SELECT string_agg(a::text, ',' ORDER BY a::text) FROM unnest(p.proacl) AS a), '')
        || ' comment ' || coalesce(obj_description(p.oid, 'pg_proc'), '')
 FROM pg_proc AS p WHERE p.pronamespace = 'rag'::regnamespace
 UNION ALL
