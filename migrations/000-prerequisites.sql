@@ -1,3 +1,9 @@
+-- Everything after this resolves names in pg_catalog only (and pg_temp for relations and types): CREATE
+-- EXTENSION puts rag and public first, and public belongs to the database's owner, who could add a better
+-- matching function or operator there (docs/security.md). References to pgvector, pg_trgm and pgcite objects
+-- are schema-qualified. LOCAL: CREATE EXTENSION restores the setting after its script, as a transaction does.
+SET LOCAL search_path = pg_catalog, pg_temp;
+
 -- pgcite refers to the objects of pgvector, pg_trgm and fuzzystrmatch as public.* (PostgreSQL 15 has
 -- no @extschema:name@), so they must live in schema public, where CREATE EXTENSION ... CASCADE puts
 -- them by default.
@@ -92,7 +98,8 @@ BEGIN
         WHERE NOT EXISTS (
             SELECT FROM pg_catalog.pg_depend AS d
             INNER JOIN pg_catalog.pg_extension AS e ON e.oid = d.refobjid
-            WHERE d.classid = x.cls AND d.objid = x.oid AND d.deptype = 'e' AND e.extname = 'pgcite'
+            WHERE d.classid = x.cls AND d.objid = x.oid AND d.deptype = 'e'
+                AND e.extname IN ('pgcite', 'pgcite_python')  -- pgcite_python: superusers install it
                 AND d.refclassid = 'pg_catalog.pg_extension'::regclass
         )
             AND NOT EXISTS (  -- the row types of pgcite's own tables and composite types
@@ -102,7 +109,7 @@ BEGIN
         IF bad IS NOT NULL THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'object_not_in_prerequisite_state',
-                MESSAGE = 'schema rag holds objects that are not part of extension pgcite: '
+                MESSAGE = 'schema rag holds objects that are not part of extension pgcite or pgcite_python: '
                     || pg_catalog.left(bad, 500),
                 HINT = 'Was pgcite installed here with `pgcite install`? Then keep using it (pgcite install upgrades), '
                     'or run `pgcite uninstall` first. Otherwise move or drop these objects.';

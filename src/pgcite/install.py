@@ -33,6 +33,7 @@ from .errors import NotReady, PermissionDenied, PgciteError, translate
 # Run on every install and upgrade, like the extension's update scripts do (extension/Makefile
 # MIGRATIONS_SINCE_PREVIOUS starts with it): it only checks prerequisites.
 ALWAYS_RUN = "000-prerequisites.sql"
+TRUST_CHECK = "095-trust.sql"  # sql/core: what stored expressions in rag may call (docs/security.md)
 REQUIRED = {"vector": (0, 8), "pg_trgm": (1, 3), "fuzzystrmatch": (1, 1)}
 # pgcite's roles as migrations/001-schema.sql and 003-privileges.sql create them (member -> granted role).
 ROLES = {
@@ -334,7 +335,14 @@ def _plan(
                 hint="Run `pgcite install` without --version to upgrade to the current version.",
             )
         script = path.read_text(encoding="utf-8")
-        return version, [(path.name, extension_free(script))], released_migrations(script)
+        # as CREATE EXTENSION ran it (rag, public first), then today's check of what it bound to
+        trust = next(p for p in src.core if p.name == TRUST_CHECK)
+        files = [
+            ("SET search_path", "SET LOCAL search_path = rag, public"),
+            (path.name, extension_free(script)),
+            (f"sql/core/{trust.name}", trust.read_text(encoding="utf-8")),
+        ]
+        return version, files, released_migrations(script)
     files: list[tuple[str, str]] = []
     applied_now: dict[str, str] = {}
     for p in src.migrations:
