@@ -264,6 +264,48 @@ def test_concurrent_installers_install_once(managed_db):
         )
 
 
+def test_a_new_migration_runs_once_and_idempotent_files_run_every_time(managed_db, tmp_path):
+    """The upgrade rule on sources of a next version: a migration not yet applied runs once (running it twice
+    would fail here), every idempotent file runs again, and the same sources again change nothing."""
+    m = managed_db
+    assert cli("install", "--dsn", m.dsn)[0] == 0
+    base = tmp_path / "src"
+    for sub in ("migrations", "sql/core", "extension/released"):
+        (base / sub).mkdir(parents=True)
+        for f in (ROOT / sub).glob("*.sql"):
+            (base / sub / f.name).write_bytes(f.read_bytes())
+    control = (ROOT / "extension" / "pgcite.control").read_text().replace("'0.4.0'", "'0.4.1'")
+    (base / "extension" / "pgcite.control").write_text(control)
+    (base / "migrations" / "007-next.sql").write_text("CREATE TABLE rag.next_once (x integer);\n")
+    access = (base / "sql" / "core" / "000-access.sql").read_text()
+    old = "'The embedding model recorded for new chunks and questions"
+    assert old in access
+    (base / "sql" / "core" / "000-access.sql").write_text(access.replace(old, "'0.4.1: the embedding model"))
+    src = inst.find_sources(base)
+    assert src.version == "0.4.1"
+    first = inst.install(m.dsn, sources=src)
+    assert (first.action, first.previous, first.version, first.migrations) == (
+        "upgraded",
+        "0.4.0",
+        "0.4.1",
+        ["007-next.sql"],
+    )
+    again = inst.install(m.dsn, sources=src)
+    assert again.action == "unchanged"
+    with psycopg.connect(m.dsn) as c:
+        assert (
+            c.execute("SELECT obj_description('rag.model_name()'::regprocedure)")
+            .fetchone()[0]
+            .startswith("0.4.1: the embedding model")
+        )
+        assert c.execute("SELECT to_regclass('rag.next_once') IS NOT NULL").fetchone()[0]
+        rows = c.execute("SELECT version FROM rag.install_version ORDER BY id").fetchall()
+        assert [r[0] for r in rows] == ["0.4.0", "0.4.1"]
+    # and back to the repository's 0.4.0: refused, it is older than what is installed
+    rc, _, err = cli("install", "--dsn", m.dsn)
+    assert rc == 2 and err.startswith("error [55000]: pgcite 0.4.1 is installed, newer than 0.4.0")
+
+
 # ---------------------------------------------------------------------- refusals change nothing
 def refused(m: Managed, *argv: str) -> tuple[str, str]:
     """Runs `pgcite install` (or argv), expects exit 2, checks nothing changed; returns (out, err)."""
