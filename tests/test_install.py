@@ -498,6 +498,11 @@ def test_trusted_install_gives_the_owner_nothing_beyond_its_database(pg, plain_o
             "CREATE FUNCTION public.setweight(tsvector, text) RETURNS tsvector LANGUAGE plpgsql IMMUTABLE"
             " AS $$ BEGIN RAISE EXCEPTION 'evil setweight ran as %', current_user; END $$"
         )
+        # releases before 0.4.0 were not made for it: installing them (then updating) is a superuser's job
+        for old in ("0.1.0", "0.3.0"):
+            with pytest.raises(psycopg.Error) as e:
+                c.execute(f"CREATE EXTENSION pgcite VERSION '{old}' CASCADE")
+            assert sqlstate_of(e) == "42501" and "permission denied" in e.value.diag.message_primary
         c.execute("CREATE EXTENSION pgcite CASCADE")
         bound = c.execute(
             """SELECT count(*) FROM pg_depend
