@@ -537,6 +537,32 @@ def test_trusted_install_gives_the_owner_nothing_beyond_its_database(pg, plain_o
             assert sqlstate_of(e) == code, statement
         assert c.execute("SELECT count(*) FROM rag.ask_log WHERE question = 'forged'").fetchone()[0] == 0
 
+    # the owner's schema public swapped for one with its own operator %: pgcite refuses rather than call it
+    with psycopg.connect(m.dsn, autocommit=True) as c:
+        c.execute("ALTER SCHEMA public RENAME TO public_real")
+        c.execute("CREATE SCHEMA public")
+        c.execute("GRANT USAGE ON SCHEMA public TO PUBLIC")
+        c.execute(
+            "CREATE FUNCTION public.evil_match(text, text) RETURNS boolean LANGUAGE plpgsql STABLE"
+            " AS $$ BEGIN RAISE EXCEPTION 'evil %% ran as %', current_user; END $$"
+        )
+        c.execute("CREATE OPERATOR public.% (LEFTARG = text, RIGHTARG = text, FUNCTION = public.evil_match)")
+        for call in (
+            "SELECT status FROM rag.ask('Which index handles ranges?', 'm', 2, %s::public_real.vector)",
+            "SELECT status FROM rag._ask(current_user, 'Which index?', 'm', 2, %s::public_real.vector, '{}')",
+        ):
+            with pytest.raises(psycopg.Error) as e:
+                c.execute(call, (vec(E2),))
+            assert sqlstate_of(e) in ("55000", "42704"), e.value.diag.message_primary
+            assert "evil" not in str(e.value)
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT rag._ask(current_user, 'Which index?', 'm', 2, NULL, '{}')")
+        assert sqlstate_of(e) == "55000"
+        assert "schema public no longer holds" in e.value.diag.message_primary
+        c.execute("DROP SCHEMA public CASCADE")
+        c.execute("ALTER SCHEMA public_real RENAME TO public")
+    ask(m.dsn)
+
     # another database of the cluster with pgcite: the owner is nobody there
     with pg.admin(fresh_db) as c:
         c.execute("CREATE EXTENSION pgcite CASCADE")

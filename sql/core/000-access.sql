@@ -69,12 +69,23 @@ BEGIN
             MESSAGE = pg_catalog.format('session user "%s" cannot act as role "%s"', session_user, p_caller),
             HINT = 'Call the public function (rag.ask, rag.ingest, ...); it passes the calling role itself.';
     END IF;
+    -- pgcite's functions call public.similarity, OPERATOR(public.<=>), ... by name when they run: a schema
+    -- called public that is not the one holding vector, pg_trgm and fuzzystrmatch (the database owner renamed
+    -- it and made another) would run someone's functions as pgcite_owner
+    IF (SELECT pg_catalog.count(*) FROM pg_catalog.pg_extension AS e
+        INNER JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace
+        WHERE e.extname IN ('vector', 'pg_trgm', 'fuzzystrmatch') AND n.nspname = 'public') <> 3 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = 'schema public no longer holds the extensions vector, pg_trgm and fuzzystrmatch',
+            HINT = 'pgcite calls them as public.*: rename the schemas back (ALTER SCHEMA ... RENAME TO public).';
+    END IF;
     RETURN r;
 END
 $fn$;
 COMMENT ON FUNCTION rag._caller(name) IS
 'Internal: the caller named by a public wrapper, as a role; 42501 unless the session user is that role or a '
-'member of it.';
+'member of it; 55000 when schema public is not the one holding vector, pg_trgm and fuzzystrmatch.';
 
 -- Authorises a caller for a tenant: 'read' (pgcite_reader and a member), 'write' (pgcite_writer and a
 -- member) or 'admin' (pgcite_admin). Returns the tenant row; 42704 for an unknown tenant, 42501 otherwise.
