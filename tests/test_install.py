@@ -166,6 +166,10 @@ def test_release_then_upgrade_equals_fresh_install_and_keeps_data(pg, managed_db
     rc, out, err = cli("install", "--dsn", m.dsn, "--version", "0.3.0")
     assert rc == 0, err
     assert out.startswith("installed pgcite 0.3.0")
+    assert cli("install", "--dsn", m.dsn, "--version", "0.3.0")[:2] == (
+        0,
+        "pgcite 0.3.0 already installed; nothing to do\n",
+    )
     with psycopg.connect(m.dsn) as c:
         assert [r[0] for r in c.execute("SELECT name FROM rag.install_migration ORDER BY 1")] == [
             f"00{i}-{n}.sql"

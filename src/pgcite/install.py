@@ -357,9 +357,10 @@ def _plan(
     return src.version, files, applied_now
 
 
-def _sources_digest(src: Sources, version: str) -> str:
+def _sources_digest(src: Sources, version: str) -> str | None:
     if version != src.version:
-        return _sha(src.released[version].read_text(encoding="utf-8"))
+        path = src.released.get(version)
+        return _sha(path.read_text(encoding="utf-8")) if path else None
     h = hashlib.sha256()
     for p in [*src.migrations, *src.core]:
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
@@ -396,11 +397,12 @@ def install(
 def _install_locked(
     conn: psycopg.Connection, src: Sources, version: str | None, state: State, say: Progress
 ) -> Result:
-    target, files, new_migrations = _plan(src, version, state)
+    target = version or src.version
     digest = _sources_digest(src, target)
     if state.recorded and state.version == target and state.sources_sha == digest:
         say(f"pgcite {target} is installed and up to date; nothing to do")
         return Result("unchanged", target, state.version, [], [])
+    target, files, new_migrations = _plan(src, version, state)
     created: list[str] = []
     for role, attrs in ROLES.items():
         if not state.roles[role]:
@@ -436,7 +438,7 @@ def _install_locked(
             (name, _sha(body), target),
         )
     conn.execute(
-        "INSERT INTO rag.install_version (version, sources_sha256) VALUES (%s, %s)", (target, digest)
+        "INSERT INTO rag.install_version (version, sources_sha256) VALUES (%s, %s)", (target, digest or "")
     )
     if granted_owner:
         conn.execute(pgsql.SQL("REVOKE pgcite_owner FROM {}").format(pgsql.Identifier(state.role)))
