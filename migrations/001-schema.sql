@@ -1,4 +1,6 @@
 -- Run-once DDL for pgcite 0.1.0: roles, tables, indexes.
+-- (0.4.0: every function, operator and operator class below is schema-qualified, as 0.1.0 resolved them: a
+-- trusted install runs with the installing owner's schema public in search_path; docs/security.md.)
 -- Idempotent objects (functions, policies, grants) live in sql/core/ and run after this file.
 
 -- ---------------------------------------------------------------- roles (cluster-wide; created once)
@@ -81,7 +83,10 @@ CREATE TABLE rag.chunk (
     model text NOT NULL,
     ts_config regconfig NOT NULL,
     tsv tsvector GENERATED ALWAYS AS (
-        setweight(to_tsvector(ts_config, title), 'A') || setweight(to_tsvector(ts_config, content), 'D')
+        pg_catalog.tsvector_concat(
+            pg_catalog.setweight(pg_catalog.to_tsvector(ts_config, title), 'A'::"char"),
+            pg_catalog.setweight(pg_catalog.to_tsvector(ts_config, content), 'D'::"char")
+        )
     ) STORED,
     created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
     retired_at timestamptz,
@@ -90,8 +95,8 @@ CREATE TABLE rag.chunk (
 COMMENT ON TABLE rag.chunk IS
 'Immutable chunk rows: a chunk_id means the same text forever. Only retired_at may be set, once.';
 
-CREATE INDEX chunk_embedding_hnsw_idx ON rag.chunk USING hnsw (embedding vector_cosine_ops);
-CREATE INDEX chunk_content_trgm_idx ON rag.chunk USING gin (content gin_trgm_ops);
+CREATE INDEX chunk_embedding_hnsw_idx ON rag.chunk USING hnsw (embedding public.vector_cosine_ops);
+CREATE INDEX chunk_content_trgm_idx ON rag.chunk USING gin (content public.gin_trgm_ops);
 CREATE INDEX chunk_tsv_idx ON rag.chunk USING gin (tsv);
 CREATE INDEX chunk_doc_idx ON rag.chunk (tenant, doc_key, doc_version);
 CREATE INDEX chunk_active_idx ON rag.chunk (tenant) WHERE retired_at IS NULL;
@@ -103,7 +108,7 @@ CREATE TABLE rag.term (
     term text NOT NULL,
     PRIMARY KEY (tenant, term)
 );
-CREATE INDEX term_trgm_idx ON rag.term USING gin (term gin_trgm_ops);
+CREATE INDEX term_trgm_idx ON rag.term USING gin (term public.gin_trgm_ops);
 COMMENT ON TABLE rag.term IS 'Words seen in a tenant''s chunks; questions are spell-corrected against it.';
 
 -- ---------------------------------------------------------------- audit log

@@ -6,6 +6,11 @@
 - `conn`: a connection to `db` inside a transaction that is rolled back after the test. The connection lives
   for the whole session, so the embedding model is loaded once.
 - `fresh_db`: a new empty database (for install tests), dropped afterwards.
+- `managed_db`: a database set up like a managed cloud's (Amazon RDS, Cloud SQL, Azure, ...): owned by a LOGIN
+  role that is not a superuser but has CREATEROLE (like RDS's admin user), with vector, pg_trgm and
+  fuzzystrmatch created by the superuser, and no PL/Python (plpython3u is untrusted: the owner cannot create
+  it). Nothing of pgcite is installed: run `pgcite install` (or CREATE EXTENSION pgcite) as the owner.
+  Yields a `Managed`: `.dsn` connects as the owner, `.admin()` as the superuser, `.name`, `.owner`.
 
 The cluster this starts has PGCITE_TEST_API_KEY in its environment (a generator's API key lives in the
 server's environment, never in the database: tests/test_generation.py). With PGCITE_TEST_DSN, start that
@@ -17,6 +22,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -125,6 +131,62 @@ def fresh_db(pg) -> Iterator[str]:
         yield name
     finally:
         drop_database(pg, name)
+
+
+@dataclass
+class Managed:
+    pg: PG
+    name: str  # the database
+    owner: str  # its owner: LOGIN CREATEROLE, not a superuser
+    password: str
+
+    @property
+    def dsn(self) -> str:
+        """Connects as the owner."""
+        base = psycopg.conninfo.conninfo_to_dict(self.pg.dsn(self.name))
+        return psycopg.conninfo.make_conninfo(**{**base, "user": self.owner, "password": self.password})
+
+    def dsn_as(self, role: str, password: str) -> str:
+        base = psycopg.conninfo.conninfo_to_dict(self.pg.dsn(self.name))
+        return psycopg.conninfo.make_conninfo(**{**base, "user": role, "password": password})
+
+    def admin(self) -> psycopg.Connection:
+        """A superuser connection to the database (what the cloud provider does for you)."""
+        return self.pg.admin(self.name)
+
+
+def create_managed(pg: PG, createrole: bool = True) -> Managed:
+    tag = uuid.uuid4().hex[:10]
+    m = Managed(pg, f"managed_{tag}", f"managed_owner_{tag}", uuid.uuid4().hex)
+    with pg.admin() as a:
+        attrs = "LOGIN NOSUPERUSER" + (" CREATEROLE" if createrole else "")
+        a.execute(f"CREATE ROLE {m.owner} {attrs} PASSWORD '{m.password}'")
+        a.execute(f"CREATE DATABASE {m.name} OWNER {m.owner}")
+    with m.admin() as c:
+        for ext in ("vector", "pg_trgm", "fuzzystrmatch"):
+            c.execute(f"CREATE EXTENSION {ext}")
+    return m
+
+
+def drop_managed(m: Managed) -> None:
+    drop_database(m.pg, m.name)
+    with m.pg.admin() as a:
+        # roles the owner created (CREATEROLE) for its users go with it
+        for (role,) in a.execute(
+            "SELECT rolname FROM pg_roles WHERE rolname LIKE %s AND rolname <> %s",
+            (m.owner + "%", m.owner),
+        ).fetchall():
+            a.execute(f'DROP ROLE "{role}"')
+        a.execute(f"DROP ROLE IF EXISTS {m.owner}")
+
+
+@pytest.fixture
+def managed_db(pg) -> Iterator[Managed]:
+    m = create_managed(pg)
+    try:
+        yield m
+    finally:
+        drop_managed(m)
 
 
 def sqlstate_of(excinfo) -> str | None:

@@ -9,6 +9,7 @@ from array import array
 
 import psycopg
 import pytest
+from catalog import CATALOG
 from conftest import create_database, drop_database, sqlstate_of
 
 DB_PYTHON = os.environ.get("PGCITE_DB_VENV", "/opt/pgcite/venv") + "/bin/python"
@@ -23,36 +24,6 @@ def test_create_extension_cascade_in_fresh_database(pg, fresh_db):
     assert {"vector", "pg_trgm", "fuzzystrmatch", "plpython3u"} <= set(rows)
     major, minor = (int(x) for x in rows["vector"].split(".")[:2])
     assert (major, minor) >= (0, 8)
-
-
-# Everything a version defines, by name and text (internal RI trigger names carry OIDs: left out; an ACL
-# is a set, its items sorted).
-CATALOG = """
-SELECT 'function ' || p.oid::regprocedure::text || ' ' || md5(pg_get_functiondef(p.oid))
-       || ' acl '
-       || coalesce((SELECT string_agg(a::text, ',' ORDER BY a::text) FROM unnest(p.proacl) AS a), '')
-       || ' comment ' || coalesce(obj_description(p.oid, 'pg_proc'), '')
-FROM pg_proc AS p WHERE p.pronamespace = 'rag'::regnamespace
-UNION ALL
-SELECT 'member ' || e.extname || ' ' || pg_describe_object(d.classid, d.objid, d.objsubid)
-FROM pg_depend AS d JOIN pg_extension AS e ON e.oid = d.refobjid
-WHERE d.deptype = 'e' AND e.extname LIKE 'pgcite%'
-UNION ALL
-SELECT format('policy %s %s %s %s %s', tablename, policyname, roles, qual, with_check)
-FROM pg_policies WHERE schemaname = 'rag'
-UNION ALL
-SELECT 'trigger ' || tgname || ' ' || pg_get_triggerdef(oid) FROM pg_trigger
-WHERE NOT tgisinternal AND tgrelid::regclass::text LIKE 'rag.%'
-UNION ALL
-SELECT format('column %s.%s %s %s', c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull)
-FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid
-WHERE c.relnamespace = 'rag'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
-UNION ALL
-SELECT 'table acl ' || c.relname || ' '
-       || coalesce((SELECT string_agg(a::text, ',' ORDER BY a::text) FROM unnest(c.relacl) AS a), '')
-FROM pg_class AS c WHERE c.relnamespace = 'rag'::regnamespace
-ORDER BY 1
-"""
 
 
 @pytest.mark.parametrize("old", ["0.1.0", "0.2.0", "0.3.0"])

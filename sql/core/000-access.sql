@@ -20,15 +20,30 @@ $fn$;
 COMMENT ON FUNCTION rag._my_tenants() IS
 'Internal: tenants the current role may read (all tenants for pgcite_admin). Used by row level security.';
 
--- Whether a role is a member of a tenant: a membership row for a role (by OID, under the name it was
--- granted to) of which it is a member, directly or through grants. pgcite_admin and superusers: every tenant.
-CREATE OR REPLACE FUNCTION rag._is_member(p_role regrole, p_tenant text)
+-- pgcite administrators of this database: members of pgcite_admin (a cluster-wide role: every database of
+-- the cluster) and the owner of this database (pg_database_owner: this database only; after a trusted
+-- CREATE EXTENSION the installing owner administers without holding any cluster-wide role). Superusers too.
+CREATE OR REPLACE FUNCTION rag._is_admin(p_role regrole)
 RETURNS boolean
 LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT pg_catalog.pg_has_role(p_role, 'pgcite_admin', 'MEMBER')
+        OR pg_catalog.pg_has_role(p_role, 'pg_database_owner', 'MEMBER')
+$fn$;
+COMMENT ON FUNCTION rag._is_admin(regrole) IS
+'Internal: true for a pgcite administrator of this database (pgcite_admin, or the owner of this database).';
+
+-- Whether a role is a member of a tenant: a membership row for a role (by OID, under the name it was
+-- granted to) of which it is a member, directly or through grants. Administrators and superusers: every tenant.
+CREATE OR REPLACE FUNCTION rag._is_member(p_role regrole, p_tenant text)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT rag._is_admin(p_role)
         OR EXISTS (
             SELECT FROM rag.tenant_member AS m
             INNER JOIN pg_catalog.pg_roles AS r ON r.oid = m.member_role AND r.rolname = m.member_name
@@ -54,12 +69,23 @@ BEGIN
             MESSAGE = pg_catalog.format('session user "%s" cannot act as role "%s"', session_user, p_caller),
             HINT = 'Call the public function (rag.ask, rag.ingest, ...); it passes the calling role itself.';
     END IF;
+    -- pgcite's functions call public.similarity, OPERATOR(public.<=>), ... by name when they run: a schema
+    -- called public that is not the one holding vector, pg_trgm and fuzzystrmatch (the database owner renamed
+    -- it and made another) would run someone's functions as pgcite_owner
+    IF (SELECT pg_catalog.count(*) FROM pg_catalog.pg_extension AS e
+        INNER JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace
+        WHERE e.extname IN ('vector', 'pg_trgm', 'fuzzystrmatch') AND n.nspname = 'public') <> 3 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = 'schema public no longer holds the extensions vector, pg_trgm and fuzzystrmatch',
+            HINT = 'pgcite calls them as public.*: rename the schemas back (ALTER SCHEMA ... RENAME TO public).';
+    END IF;
     RETURN r;
 END
 $fn$;
 COMMENT ON FUNCTION rag._caller(name) IS
 'Internal: the caller named by a public wrapper, as a role; 42501 unless the session user is that role or a '
-'member of it.';
+'member of it; 55000 when schema public is not the one holding vector, pg_trgm and fuzzystrmatch.';
 
 -- Authorises a caller for a tenant: 'read' (pgcite_reader and a member), 'write' (pgcite_writer and a
 -- member) or 'admin' (pgcite_admin). Returns the tenant row; 42704 for an unknown tenant, 42501 otherwise.
@@ -76,7 +102,7 @@ DECLARE
         ELSE 'pgcite_admin' END;
     t rag.tenant;
 BEGIN
-    IF NOT pg_catalog.pg_has_role(who, group_role, 'MEMBER') THEN
+    IF NOT (pg_catalog.pg_has_role(who, group_role, 'MEMBER') OR rag._is_admin(who)) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'insufficient_privilege',
             MESSAGE = pg_catalog.format('role "%s" is not a member of %s', p_caller, group_role),
@@ -118,16 +144,18 @@ AS $fn$
 DECLARE
     who regrole := rag._caller(p_caller);
 BEGIN
-    IF NOT pg_catalog.pg_has_role(who, 'pgcite_admin', 'MEMBER') THEN
+    IF NOT rag._is_admin(who) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'insufficient_privilege',
             MESSAGE = pg_catalog.format('role "%s" is not a member of pgcite_admin', p_caller),
-            HINT = 'Tenants, memberships, calibration and settings are managed by pgcite_admin.';
+            HINT = 'Tenants, memberships, calibration and settings are managed by pgcite_admin and the owner of '
+                'the database.';
     END IF;
     RETURN who;
 END
 $fn$;
-COMMENT ON FUNCTION rag._authorize_admin(name) IS 'Internal: the caller as a role; 42501 unless it is pgcite_admin.';
+COMMENT ON FUNCTION rag._authorize_admin(name) IS
+'Internal: the caller as a role; 42501 unless it is an administrator (rag._is_admin).';
 
 -- The tenant row, or 42704 for an unknown tenant. Inside the SECURITY DEFINER functions, after rag._authorize.
 CREATE OR REPLACE FUNCTION rag._require_tenant(p_tenant text)

@@ -2,16 +2,17 @@
 -- the rows of tenants they belong to. Every write goes through a SECURITY DEFINER function (owned by
 -- pgcite_owner) that checks its caller first (rag._authorize). docs/security.md has the threat model.
 
-GRANT USAGE ON SCHEMA rag TO pgcite_reader, pgcite_owner;
+-- pg_database_owner (the owner of this database, an administrator: rag._is_admin) reads what readers read.
+GRANT USAGE ON SCHEMA rag TO pgcite_reader, pgcite_owner, pg_database_owner;
 
 -- Direct reads. Not the embedding or the text search vector of chunks: an ORDER BY embedding or a tsv
 -- match on rag.chunk would let EXPLAIN ANALYZE count other tenants' rows that the policy filtered out.
 GRANT SELECT ON rag.tenant, rag.tenant_member, rag.document, rag.term, rag.ask_log, rag.log_head,
-rag.config, rag.settings, rag.context TO pgcite_reader;
+rag.config, rag.settings, rag.context TO pgcite_reader, pg_database_owner;
 GRANT SELECT (
     chunk_id, tenant, document_id, doc_key, doc_version, chunk_index, anchor, section_path, title, content,
     content_hash, token_count, model, ts_config, created_at, retired_at
-) ON rag.chunk TO pgcite_reader;
+) ON rag.chunk TO pgcite_reader, pg_database_owner;
 
 -- Membership rows: a role sees those that make it a member (a live role, under the name it was granted to);
 -- admins see all. Built-ins only, so the tenant policy below can consult this table without recursion.
@@ -19,6 +20,7 @@ DROP POLICY IF EXISTS member_read ON rag.tenant_member;
 CREATE POLICY member_read ON rag.tenant_member FOR SELECT
 USING (
     pg_catalog.pg_has_role(current_user, 'pgcite_admin', 'MEMBER')
+    OR pg_catalog.pg_has_role(current_user, 'pg_database_owner', 'MEMBER')
     OR EXISTS (
         SELECT FROM pg_catalog.pg_roles AS r
         WHERE
@@ -31,6 +33,7 @@ DROP POLICY IF EXISTS tenant_read ON rag.tenant;
 CREATE POLICY tenant_read ON rag.tenant FOR SELECT
 USING (
     pg_catalog.pg_has_role(current_user, 'pgcite_admin', 'MEMBER')
+    OR pg_catalog.pg_has_role(current_user, 'pg_database_owner', 'MEMBER')
     OR EXISTS (
         SELECT FROM rag.tenant_member AS m
         WHERE m.tenant = tenant.tenant

@@ -130,7 +130,7 @@ FROM rag.generator AS g;
 COMMENT ON VIEW rag.generators IS
 'The generators rag.ask may name. api_key_env is the name of a server environment variable; no API key is ever '
 'stored in the database.';
-GRANT SELECT ON rag.generators TO pgcite_reader;
+GRANT SELECT ON rag.generators TO pgcite_reader, pg_database_owner;
 
 -- The generator row, inside the SECURITY DEFINER functions (42704 for an unknown name).
 CREATE OR REPLACE FUNCTION rag._require_generator(p_name text)

@@ -347,8 +347,8 @@ DECLARE
     r record;
 BEGIN
     SELECT a.* INTO l FROM rag.ask_log AS a WHERE a.ask_id = p_ask;
-    IF NOT found OR NOT pg_catalog.pg_has_role(who, 'pgcite_reader', 'MEMBER') OR NOT rag._is_member(who, l.tenant)
-    THEN
+    IF NOT found OR NOT (pg_catalog.pg_has_role(who, 'pgcite_reader', 'MEMBER') OR rag._is_admin(who))
+        OR NOT rag._is_member(who, l.tenant) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'undefined_object',
             MESSAGE = pg_catalog.format('ask %s not found', p_ask),

@@ -24,7 +24,8 @@ BEGIN
     LOOP
         -- revoke everything first, so the ACL is the same after an upgrade as after a fresh install
         EXECUTE pg_catalog.format(
-            'REVOKE ALL ON FUNCTION %s FROM PUBLIC, pgcite_reader, pgcite_writer, pgcite_admin, pgcite_owner', f.sig);
+            'REVOKE ALL ON FUNCTION %s FROM PUBLIC, pgcite_reader, pgcite_writer, pgcite_admin, pgcite_owner, '
+            'pg_database_owner', f.sig);
         IF f.prosecdef THEN
             EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO pgcite_owner', f.sig);
             grantee := CASE
@@ -50,6 +51,17 @@ BEGIN
         END IF;
         n := n + 1;
     END LOOP;
+    -- the owner of this database administers pgcite here (rag._is_admin): it may run what pgcite_admin may
+    -- (which includes what readers and writers may), wherever that is not granted to PUBLIC anyway
+    FOR f IN
+        SELECT p.oid::regprocedure AS sig
+        FROM pg_catalog.pg_proc AS p
+        WHERE p.pronamespace = 'rag'::regnamespace AND p.prokind = 'f'
+            AND pg_catalog.has_function_privilege('pgcite_admin', p.oid, 'EXECUTE')
+            AND NOT pg_catalog.has_function_privilege('public', p.oid, 'EXECUTE')
+    LOOP
+        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pg_database_owner', f.sig);
+    END LOOP;
     RETURN n;
 END
 $fn$;
@@ -58,7 +70,6 @@ COMMENT ON FUNCTION rag._apply_grants() IS
 'Internal: revokes rag._* functions from PUBLIC, gives SECURITY DEFINER ones to pgcite_owner and grants them to '
 'the role of their wrapper; other internals to pgcite_owner and the role that runs them as itself.';
 
-SELECT rag._apply_grants();
 
 -- Public functions: the role each is for (schema usage is granted to pgcite_reader only).
 GRANT EXECUTE ON FUNCTION rag.model_name() TO pgcite_reader;
@@ -80,3 +91,6 @@ TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.drop_generator(text) TO pgcite_admin;
 GRANT EXECUTE ON FUNCTION rag.context(text, text, integer, public.vector, jsonb) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.answer(bigint, jsonb, text, text) TO pgcite_reader;
+
+-- last: the owner of this database gets what pgcite_admin got above
+SELECT rag._apply_grants();

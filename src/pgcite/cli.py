@@ -2,7 +2,8 @@
 
 Exit codes: 0 success (and an answered question); 3 an abstention (`ask`); 1 a check that did not pass
 (`status` cannot reach the database, `ingest` with failed files, `replay` not identical, `verify-log` broken);
-2 an error (printed as `error [SQLSTATE]: message` plus `hint:` on stderr).
+2 an error (printed as `error [SQLSTATE]: message` plus `hint:` on stderr), including every refusal of
+`install` and `uninstall` (which then changed nothing).
 """
 
 from __future__ import annotations
@@ -225,6 +226,34 @@ def cmd_status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"tenants: {info['tenants']}  documents: {info['documents']}  chunks: {info['chunks']}"
             f"  asks: {info['asks']}\n"
         )
+    return EXIT_OK
+
+
+def cmd_install(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .install import install
+
+    progress = (lambda m: err.write(m + "\n")) if args.verbose else None
+    result = install(resolve_dsn(args.dsn), version=args.version, progress=progress)
+    if result.action == "unchanged":
+        out.write(f"pgcite {result.version} already installed; nothing to do\n")
+    elif result.action == "installed":
+        out.write(f"installed pgcite {result.version} (schema rag)\n")
+    else:
+        out.write(f"{result.action} pgcite {result.previous} -> {result.version}\n")
+    if result.migrations:
+        out.write("migrations applied: " + ", ".join(result.migrations) + "\n")
+    if result.roles_created:
+        out.write("roles created: " + ", ".join(result.roles_created) + "\n")
+    return EXIT_OK
+
+
+def cmd_uninstall(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .install import uninstall
+
+    if uninstall(resolve_dsn(args.dsn), progress=lambda m: err.write(m + "\n")):
+        out.write("uninstalled pgcite (schema rag dropped; roles pgcite_* kept, see docs/managed.md)\n")
+    else:
+        out.write("pgcite was not installed in this database\n")
     return EXIT_OK
 
 
@@ -517,6 +546,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--destroy", action="store_true", help="also delete its data directory")
     p = command("status", cmd_status, "is the database reachable; extension versions; tenant/chunk counts")
     p.add_argument("--json", action="store_true")
+
+    p = command(
+        "install",
+        cmd_install,
+        "create or upgrade schema rag without the extension mechanism (managed PostgreSQL; docs/managed.md)",
+    )
+    p.add_argument(
+        "--version",
+        default=None,
+        metavar="X.Y.Z",
+        help="install this frozen release instead of the current version (into a database without pgcite)",
+    )
+    p.add_argument("--verbose", "-v", action="store_true", help="name every SQL file as it runs")
+    p = command("uninstall", cmd_uninstall, "drop schema rag made by `pgcite install` and all its data")
 
     p = command("tenant", cmd_tenant, "create tenants and grant roles access to them")
     tsub = p.add_subparsers(dest="tenant_command", required=True, metavar="ACTION")
