@@ -338,7 +338,10 @@ def _plan(
         # as CREATE EXTENSION ran it (rag, public first), then today's check of what it bound to
         trust = next(p for p in src.core if p.name == TRUST_CHECK)
         files = [
-            ("SET search_path", "SET LOCAL search_path = rag, public"),
+            (
+                "SET search_path",
+                "SET LOCAL search_path = rag, public; SET LOCAL standard_conforming_strings = on",
+            ),
             (path.name, extension_free(script)),
             (f"sql/core/{trust.name}", trust.read_text(encoding="utf-8")),
         ]
