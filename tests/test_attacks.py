@@ -647,3 +647,46 @@ def test_correct_question_has_the_question_limit_of_rag_ask(pg, adb):
     with connect(pg, adb, R["reader"]) as c:
         assert fails(c, "SELECT rag.correct_question(repeat('vacum ', 1000), 'alpha')") == "54000"
         assert fails(c, "SELECT rag.correct_question('vacum', 'bravo')") == "42501"
+
+
+# ---------------------------------------------------------------- session settings that change what SQL means
+ASK_TYPO = "SELECT * FROM rag.ask('Which index handles range quries?', 'alpha')"
+
+
+def answered_and_logged(c) -> tuple:
+    """What a reader was answered and what the log kept of it (timings aside)."""
+    row = c.execute(ASK_TYPO).fetchone()
+    logged = c.execute(
+        "SELECT status, answer, citations, evidence, fingerprint, settings FROM rag.ask_log WHERE ask_id = %s",
+        (row[0],),
+    ).fetchone()
+    return row[1:], logged
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        # floats as text and JSON: the fingerprint and the scores in the evidence
+        "extra_float_digits = -15",
+        # string literals: the regular expressions of spans, quotes and the gate (was 2201B)
+        "standard_conforming_strings = off",
+        # pg_trgm's % operator: with 1, no word is corrected ("quries" stays) and the answer changes
+        "pg_trgm.similarity_threshold = 1",
+    ],
+)
+def test_session_settings_do_not_change_what_is_answered_or_logged(pg, adb, setting):
+    """Any role may SET these; inside rag.ask (which runs as pgcite_owner) they used to change the logged
+    fingerprint and scores, the corrected question, or make the ask fail. Now the answer and the log entry are
+    the ones of a session with default settings, and the caller's setting is left as it set it."""
+    with connect(pg, adb, R["reader"]) as c:
+        expected_row, expected_log = answered_and_logged(c)
+    assert expected_row[0] == "answered"
+    assert expected_row[4]["gate"]["corrected_question"] == "which index handles range queries"
+    with connect(pg, adb, R["reader"]) as c:
+        name, value = (x.strip() for x in setting.split("="))
+        c.execute(f"SET {setting}")
+        row, log = answered_and_logged(c)
+        assert c.execute("SELECT current_setting(%s)", (name,)).fetchone()[0] == value
+        assert c.execute("SELECT ok FROM rag.verify_log('alpha')").fetchone()[0] is True
+    assert row == expected_row
+    assert log == expected_log
