@@ -657,7 +657,8 @@ def answered_and_logged(c) -> tuple:
     """What a reader was answered and what the log kept of it (timings aside)."""
     row = c.execute(ASK_TYPO).fetchone()
     logged = c.execute(
-        "SELECT status, answer, citations, evidence, fingerprint, settings FROM rag.ask_log WHERE ask_id = %s",
+        "SELECT status, answer, citations, evidence, fingerprint, settings FROM rag.ask_log"
+        " WHERE ask_id = %s",
         (row[0],),
     ).fetchone()
     return row[1:], logged

@@ -624,12 +624,14 @@ def test_trusted_install_refuses_what_it_would_adopt(pg, plain_owner_db):
 
 def test_an_install_reads_its_sql_as_written_whatever_the_session(pg, plain_owner_db, managed_db):
     """standard_conforming_strings = off in the installing session (a trusted CREATE EXTENSION) or in the
-    installing role's settings (`pgcite install`) used to change the function bodies' literals: rag._apply_grants
-    matched every function and granted rag.ask to writers only and rag.create_tenant to writers. Now both
+    installing role's settings (`pgcite install`) used to change the function bodies' literals:
+    rag._apply_grants matched every function and granted rag.ask to writers only and rag.create_tenant to
+    writers. Now both
     installs grant what a default session does, and a reader asks."""
     checks = (
         "SELECT has_function_privilege('pgcite_reader', 'rag.ask(text,text,integer,public.vector,jsonb)',"
-        " 'EXECUTE'), has_function_privilege('pgcite_writer', 'rag.create_tenant(text,regconfig)', 'EXECUTE'),"
+        " 'EXECUTE'),"
+        " has_function_privilege('pgcite_writer', 'rag.create_tenant(text,regconfig)', 'EXECUTE'),"
         " has_function_privilege('pgcite_writer', 'rag.set_config(text,text)', 'EXECUTE')"
     )
     m = plain_owner_db
@@ -650,11 +652,11 @@ def test_an_install_reads_its_sql_as_written_whatever_the_session(pg, plain_owne
 
 
 def test_default_privileges_of_the_creating_role_are_refused(pg, managed_db, plain_owner_db):
-    """Default privileges of the role that creates pgcite's objects used to be applied to them: after `pgcite
-    install` by an owner with ALTER DEFAULT PRIVILEGES ... TO helper, helper could setval the log's sequence to
-    its maximum (every ask of every tenant failed) and read the embeddings. Refused (55000), nothing installed;
-    without them, helper holds nothing on any rag object. The same for the superuser that a trusted CREATE
-    EXTENSION runs as."""
+    """Default privileges of the role that creates pgcite's objects used to be applied to them: after
+    `pgcite install` by an owner with ALTER DEFAULT PRIVILEGES ... TO helper, helper could setval the log's
+    sequence to its maximum (every ask of every tenant failed) and read the embeddings. Refused (55000),
+    nothing installed; without them, helper holds nothing on any rag object. The same for the superuser that
+    a trusted CREATE EXTENSION runs as."""
     m = managed_db
     helper = f"{m.owner}_helper"
     grants = {"TABLES": "SELECT", "SEQUENCES": "USAGE, UPDATE", "SCHEMAS": "USAGE", "FUNCTIONS": "EXECUTE"}
@@ -666,7 +668,8 @@ def test_default_privileges_of_the_creating_role_are_refused(pg, managed_db, pla
     rc, _, err = cli("install", "--dsn", m.dsn)
     assert rc == 2
     assert err.startswith(
-        f"error [55000]: migrations/000-prerequisites.sql: role {m.owner} has default privileges that would apply"
+        f"error [55000]: migrations/000-prerequisites.sql: role {m.owner} has default privileges"
+        " that would apply"
     )
     with psycopg.connect(m.dsn, autocommit=True) as c:
         assert local_snapshot(c) == before
