@@ -386,6 +386,13 @@ def test_refuses_without_createrole_and_names_what_a_dba_runs(pg):
             c.execute(statements)
         rc, out, err = cli("install", "--dsn", m.dsn)
         assert rc == 0, err
+        # the membership the DBA granted stays: pgcite_owner owns pgcite's tables in every database
+        assert err == (
+            f"warning: role {m.owner} is still a member of pgcite_owner, which owns pgcite's tables in"
+            " every database of this cluster: it can read and rewrite their pgcite data (audit logs included)"
+            " wherever it may connect. A DBA revokes it after installing:"
+            f" REVOKE pgcite_owner FROM {m.owner};\n"
+        )
         with psycopg.connect(m.dsn, autocommit=True) as c:
             c.execute("SELECT rag.create_tenant('m')")
         store_and_ask(m.dsn)
