@@ -691,3 +691,40 @@ def test_session_settings_do_not_change_what_is_answered_or_logged(pg, adb, sett
         assert c.execute("SELECT ok FROM rag.verify_log('alpha')").fetchone()[0] is True
     assert row == expected_row
     assert log == expected_log
+
+
+def test_a_large_reply_to_rag_answer_is_refused_before_any_work(pg, adb):
+    """rag.answer checks any caller's reply: 800 copies of a cited sentence and 800 copies of its citation
+    (100 kB) cost the check sentences x citations (half a minute of a core, gigabytes a few hundred kB
+    later). The reply's size, its answer's length and sentence count and its number of citations are limited
+    before anything else: the first such reply gets status retry with the limit named, nothing is logged yet,
+    and a second ends the context as generator_invalid_output. (statement_timeout only keeps the test
+    short.)"""
+    quote = "A B-tree index handles equality and range queries on sortable data."
+    with connect(pg, adb, R["reader"]) as c:
+        c.execute("SET statement_timeout = '10s'")
+        before = c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0]
+        ctx = c.execute(
+            "SELECT context_id FROM rag.context('Which index handles range queries?', 'alpha')"
+        ).fetchone()[0]
+        reply = {
+            "answer": " ".join([f"{quote} [1]"] * 800),
+            "citations": [{"n": 1, "quote": quote}] * 800,
+            "abstain": False,
+        }
+        status, reason, evidence = c.execute(
+            "SELECT status, reason, evidence FROM rag.answer(%s, %s::jsonb)", (ctx, json.dumps(reply))
+        ).fetchone()
+        assert (status, reason) == ("retry", "generator_invalid_output")
+        assert any("at most 10000" in e for e in evidence["errors"]), evidence["errors"]
+        assert c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0] == before
+        reply = {"answer": f"{quote} [1]", "citations": [{"n": 1, "quote": quote}] * 51, "abstain": False}
+        status, reason, ask_id = c.execute(
+            "SELECT status, reason, ask_id FROM rag.answer(%s, %s::jsonb)", (ctx, json.dumps(reply))
+        ).fetchone()
+        assert (status, reason) == ("abstained", "generator_invalid_output")
+        errors = c.execute(
+            "SELECT evidence #> '{generation,attempts,1,errors}' FROM rag.ask_log WHERE ask_id = %s",
+            (ask_id,),
+        ).fetchone()[0]
+        assert errors == ["citations has 51 entries; at most 50."]
