@@ -153,9 +153,18 @@ def test_install_as_managed_owner_equals_create_extension(pg, managed_db):
     store_and_ask(m.dsn)
     reader = add_reader(m)
     ask(reader)
-    with psycopg.connect(reader, autocommit=True) as c, pytest.raises(psycopg.Error) as e:
-        c.execute("SELECT * FROM rag.store_document('m', 'x', %s)", (ITEMS,))
-    assert sqlstate_of(e) == "42501"
+    with psycopg.connect(reader, autocommit=True) as c:
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT * FROM rag.store_document('m', 'x', %s)", (ITEMS,))
+        assert sqlstate_of(e) == "42501"
+        # views read with pgcite_owner's rights (they used to read with the installer's, which has none on
+        # rag.generator: rag.generators failed with 42501 for everyone)
+        c.execute("SELECT * FROM rag.generators")
+        assert c.execute("SELECT value FROM rag.settings WHERE name = 'min_score'").fetchone()[0] == "0.4"
+        assert c.execute(
+            "SELECT array_agg(DISTINCT relowner::regrole::text) FROM pg_class"
+            " WHERE relnamespace = 'rag'::regnamespace AND relkind = 'v'"
+        ).fetchone()[0] == ["pgcite_owner"]
 
 
 def test_release_then_upgrade_equals_fresh_install_and_keeps_data(pg, managed_db):

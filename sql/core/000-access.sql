@@ -378,3 +378,7 @@ SELECT
 FROM rag._settings_catalog() AS c
 LEFT JOIN rag.config AS x ON c.name = x.name;
 COMMENT ON VIEW rag.settings IS 'Every pgcite setting in force, where it comes from, and its default.';
+-- A view reads its tables with its owner's rights: pgcite_owner's (the tables' owner), not those of whoever
+-- installed (a superuser, who bypasses row level security; the role running `pgcite install`, who has no
+-- right on rag.generator at all).
+ALTER VIEW rag.settings OWNER TO pgcite_owner;

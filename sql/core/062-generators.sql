@@ -130,6 +130,7 @@ FROM rag.generator AS g;
 COMMENT ON VIEW rag.generators IS
 'The generators rag.ask may name. api_key_env is the name of a server environment variable; no API key is ever '
 'stored in the database.';
+ALTER VIEW rag.generators OWNER TO pgcite_owner;  -- its owner's rights read rag.generator (000-access.sql)
 GRANT SELECT ON rag.generators TO pgcite_reader, pg_database_owner;
 
 -- The generator row, inside the SECURITY DEFINER functions (42704 for an unknown name).
