@@ -115,6 +115,24 @@ BEGIN
                 'the role running `pgcite install`) may be members of it.',
             HINT = 'REVOKE pgcite_owner FROM <role>; as a superuser, or install with that role (`pgcite install`).';
     END IF;
+    -- A schema rag made beforehand keeps the privileges its maker granted when CREATE EXTENSION uses it (006 only
+    -- hands it to the superuser): with CREATE granted to PUBLIC, a database owner added rag._setting(text,
+    -- integer), a better match for a call in rag._check_bytes, and pgcite_owner ran it (and wrote python_path).
+    -- Only its owner and pgcite_owner may hold more than USAGE, and USAGE only pgcite_reader and pg_database_owner.
+    SELECT pg_catalog.string_agg(pg_catalog.format('%s to %s', a.privilege_type, coalesce(g.rolname, 'PUBLIC')), ', '
+        ORDER BY g.rolname, a.privilege_type) INTO bad
+    FROM pg_catalog.pg_namespace AS n
+    CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) AS a
+    LEFT JOIN pg_catalog.pg_roles AS g ON g.oid = a.grantee
+    WHERE n.nspname = 'rag' AND a.grantee <> n.nspowner AND g.rolname IS DISTINCT FROM 'pgcite_owner'
+        AND NOT (coalesce(g.rolname, '') IN ('pgcite_reader', 'pg_database_owner') AND a.privilege_type = 'USAGE');
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = 'schema rag grants privileges that pgcite does not: ' || bad,
+            DETAIL = 'Whoever may create objects in schema rag chooses the code pgcite''s own functions call.',
+            HINT = 'A superuser checks who granted them and what is in schema rag, then REVOKE ... ON SCHEMA rag.';
+    END IF;
     -- CREATE EXTENSION uses a schema rag that already exists: nothing may be in it yet that is not pgcite's
     -- (a function or operator placed there would be called by pgcite's own code)
     IF in_extension THEN

@@ -608,6 +608,18 @@ def test_trusted_install_refuses_what_it_would_adopt(pg, plain_owner_db):
             c.execute("CREATE EXTENSION pgcite CASCADE")
         assert sqlstate_of(e) == "55000" and "rag._apply_grants(integer)" in e.value.diag.message_primary
         c.execute("DROP SCHEMA rag CASCADE")
+        # an empty schema rag whose maker let everyone create in it: CREATE EXTENSION used it, privileges and
+        # all, so the owner could add rag._setting(text, integer) afterwards, a better match for a call in
+        # rag._check_bytes, and pgcite_owner ran it on every store (it could set python_path, say)
+        c.execute("CREATE SCHEMA rag")
+        c.execute("GRANT ALL ON SCHEMA rag TO PUBLIC")
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("CREATE EXTENSION pgcite CASCADE")
+        assert sqlstate_of(e) == "55000"
+        assert e.value.diag.message_primary == (
+            "schema rag grants privileges that pgcite does not: CREATE to PUBLIC, USAGE to PUBLIC"
+        )
+        c.execute("DROP SCHEMA rag")
     with pg.admin() as a:
         a.execute("ALTER ROLE pgcite_reader LOGIN")
         try:
