@@ -728,3 +728,41 @@ def test_a_large_reply_to_rag_answer_is_refused_before_any_work(pg, adb):
             (ask_id,),
         ).fetchone()[0]
         assert errors == ["citations has 51 entries; at most 50."]
+
+
+def test_an_admin_cannot_send_another_databases_api_key(pg, adb):
+    """The server's environment is the whole cluster's: PGCITE_TEST_API_KEY set for one database's generators
+    could be named by the administrator of any other (the owner of any database, after a trusted CREATE
+    EXTENSION) in a generator of its own, pointed at its own URL, and rag.ask sent the key there. Now a
+    superuser names per database the variables its generators may use (generator_key_envs, none by default):
+    42501 when creating one, and a generator made while it was allowed sends nothing once it is not."""
+    url = "http://127.0.0.1:9/v1"  # nothing listens: a request would fail with 'connection refused'
+    with connect(pg, adb, R["admin"]) as c:
+        before = snapshot(pg, adb)
+        steal = "SELECT rag.create_generator('steal', %s, 'm', api_key_env => 'PGCITE_TEST_API_KEY')"
+        assert fails(c, steal, (url,)) == "42501"
+        assert snapshot(pg, adb) == before
+        assert fails(c, "SELECT rag.set_config('generator_key_envs', 'PGCITE_TEST_API_KEY')") == "42501"
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('generator_key_envs', 'PGCITE_TEST_API_KEY')")
+        try:
+            with connect(pg, adb, R["admin"]) as c:
+                c.execute(steal.replace("'steal'", "'keyed'"), (url,))
+        finally:
+            a.execute("SELECT rag.set_config('generator_key_envs', NULL)")
+    try:
+        with connect(pg, adb, R["reader"]) as c:
+            status, reason, ask_id = c.execute(
+                "SELECT status, reason, ask_id FROM rag.ask('When does alpha vacuum?', 'alpha',"
+                ' options => \'{"generator": "keyed"}\')'
+            ).fetchone()
+            assert (status, reason) == ("abstained", "generator_unavailable")
+        with pg.admin(adb) as a:
+            attempts = a.execute(
+                "SELECT evidence #> '{generation,attempts}' FROM rag.ask_log WHERE ask_id = %s", (ask_id,)
+            ).fetchone()[0]
+        assert len(attempts) == 1
+        assert "may not send the key in PGCITE_TEST_API_KEY" in attempts[0]["error"]
+    finally:
+        with connect(pg, adb, R["admin"]) as c:
+            c.execute("SELECT rag.drop_generator('keyed')")

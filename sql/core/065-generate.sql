@@ -625,9 +625,15 @@ BEGIN
             HINT = 'CREATE EXTENSION pgcite_python; or call your own model: rag.context, then rag.answer.';
     END IF;
     FOR attempt IN 1..2 LOOP
-        EXECUTE 'SELECT rag._generator_call($1, $2)' INTO call
-        USING p_generator, pg_catalog.jsonb_build_object('messages', messages,
-            'response_format', prompt -> 'response_format');
+        IF NOT rag._key_env_allowed(g.api_key_env) THEN  -- allowed when it was created, no longer (062)
+            call := pg_catalog.jsonb_build_object('ok', false, 'elapsed_ms', 0, 'error', pg_catalog.format(
+                'generator %s may not send the key in %s: it is not in the setting generator_key_envs of this '
+                'database (a superuser sets it)', g.name, g.api_key_env));
+        ELSE
+            EXECUTE 'SELECT rag._generator_call($1, $2)' INTO call
+            USING p_generator, pg_catalog.jsonb_build_object('messages', messages,
+                'response_format', prompt -> 'response_format');
+        END IF;
         step := rag._generation_step(sources, messages, call -> 'content', attempt,
             (p_params ->> 'min_support')::float8, call);
         attempts := attempts || (step -> 'attempt');
