@@ -647,3 +647,122 @@ def test_correct_question_has_the_question_limit_of_rag_ask(pg, adb):
     with connect(pg, adb, R["reader"]) as c:
         assert fails(c, "SELECT rag.correct_question(repeat('vacum ', 1000), 'alpha')") == "54000"
         assert fails(c, "SELECT rag.correct_question('vacum', 'bravo')") == "42501"
+
+
+# ---------------------------------------------------------------- session settings that change what SQL means
+ASK_TYPO = "SELECT * FROM rag.ask('Which index handles range quries?', 'alpha')"
+
+
+def answered_and_logged(c) -> tuple:
+    """What a reader was answered and what the log kept of it (timings aside)."""
+    row = c.execute(ASK_TYPO).fetchone()
+    logged = c.execute(
+        "SELECT status, answer, citations, evidence, fingerprint, settings FROM rag.ask_log"
+        " WHERE ask_id = %s",
+        (row[0],),
+    ).fetchone()
+    return row[1:], logged
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        # floats as text and JSON: the fingerprint and the scores in the evidence
+        "extra_float_digits = -15",
+        # string literals: the regular expressions of spans, quotes and the gate (was 2201B)
+        "standard_conforming_strings = off",
+        # pg_trgm's % operator: with 1, no word is corrected ("quries" stays) and the answer changes
+        "pg_trgm.similarity_threshold = 1",
+    ],
+)
+def test_session_settings_do_not_change_what_is_answered_or_logged(pg, adb, setting):
+    """Any role may SET these; inside rag.ask (which runs as pgcite_owner) they used to change the logged
+    fingerprint and scores, the corrected question, or make the ask fail. Now the answer and the log entry are
+    the ones of a session with default settings, and the caller's setting is left as it set it."""
+    with connect(pg, adb, R["reader"]) as c:
+        expected_row, expected_log = answered_and_logged(c)
+    assert expected_row[0] == "answered"
+    assert expected_row[4]["gate"]["corrected_question"] == "which index handles range queries"
+    with connect(pg, adb, R["reader"]) as c:
+        name, value = (x.strip() for x in setting.split("="))
+        c.execute(f"SET {setting}")
+        row, log = answered_and_logged(c)
+        assert c.execute("SELECT current_setting(%s)", (name,)).fetchone()[0] == value
+        assert c.execute("SELECT ok FROM rag.verify_log('alpha')").fetchone()[0] is True
+    assert row == expected_row
+    assert log == expected_log
+
+
+def test_a_large_reply_to_rag_answer_is_refused_before_any_work(pg, adb):
+    """rag.answer checks any caller's reply: 800 copies of a cited sentence and 800 copies of its citation
+    (100 kB) cost the check sentences x citations (half a minute of a core, gigabytes a few hundred kB
+    later). The reply's size, its answer's length and sentence count and its number of citations are limited
+    before anything else: the first such reply gets status retry with the limit named, nothing is logged yet,
+    and a second ends the context as generator_invalid_output. (statement_timeout only keeps the test
+    short.)"""
+    quote = "A B-tree index handles equality and range queries on sortable data."
+    with connect(pg, adb, R["reader"]) as c:
+        c.execute("SET statement_timeout = '10s'")
+        before = c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0]
+        ctx = c.execute(
+            "SELECT context_id FROM rag.context('Which index handles range queries?', 'alpha')"
+        ).fetchone()[0]
+        reply = {
+            "answer": " ".join([f"{quote} [1]"] * 800),
+            "citations": [{"n": 1, "quote": quote}] * 800,
+            "abstain": False,
+        }
+        status, reason, evidence = c.execute(
+            "SELECT status, reason, evidence FROM rag.answer(%s, %s::jsonb)", (ctx, json.dumps(reply))
+        ).fetchone()
+        assert (status, reason) == ("retry", "generator_invalid_output")
+        assert any("at most 10000" in e for e in evidence["errors"]), evidence["errors"]
+        assert c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0] == before
+        reply = {"answer": f"{quote} [1]", "citations": [{"n": 1, "quote": quote}] * 51, "abstain": False}
+        status, reason, ask_id = c.execute(
+            "SELECT status, reason, ask_id FROM rag.answer(%s, %s::jsonb)", (ctx, json.dumps(reply))
+        ).fetchone()
+        assert (status, reason) == ("abstained", "generator_invalid_output")
+        errors = c.execute(
+            "SELECT evidence #> '{generation,attempts,1,errors}' FROM rag.ask_log WHERE ask_id = %s",
+            (ask_id,),
+        ).fetchone()[0]
+        assert errors == ["citations has 51 entries; at most 50."]
+
+
+def test_an_admin_cannot_send_another_databases_api_key(pg, adb):
+    """The server's environment is the whole cluster's: PGCITE_TEST_API_KEY set for one database's generators
+    could be named by the administrator of any other (the owner of any database, after a trusted CREATE
+    EXTENSION) in a generator of its own, pointed at its own URL, and rag.ask sent the key there. Now a
+    superuser names per database the variables its generators may use (generator_key_envs, none by default):
+    42501 when creating one, and a generator made while it was allowed sends nothing once it is not."""
+    url = "http://127.0.0.1:9/v1"  # nothing listens: a request would fail with 'connection refused'
+    with connect(pg, adb, R["admin"]) as c:
+        before = snapshot(pg, adb)
+        steal = "SELECT rag.create_generator('steal', %s, 'm', api_key_env => 'PGCITE_TEST_API_KEY')"
+        assert fails(c, steal, (url,)) == "42501"
+        assert snapshot(pg, adb) == before
+        assert fails(c, "SELECT rag.set_config('generator_key_envs', 'PGCITE_TEST_API_KEY')") == "42501"
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('generator_key_envs', 'PGCITE_TEST_API_KEY')")
+        try:
+            with connect(pg, adb, R["admin"]) as c:
+                c.execute(steal.replace("'steal'", "'keyed'"), (url,))
+        finally:
+            a.execute("SELECT rag.set_config('generator_key_envs', NULL)")
+    try:
+        with connect(pg, adb, R["reader"]) as c:
+            status, reason, ask_id = c.execute(
+                "SELECT status, reason, ask_id FROM rag.ask('When does alpha vacuum?', 'alpha',"
+                ' options => \'{"generator": "keyed"}\')'
+            ).fetchone()
+            assert (status, reason) == ("abstained", "generator_unavailable")
+        with pg.admin(adb) as a:
+            attempts = a.execute(
+                "SELECT evidence #> '{generation,attempts}' FROM rag.ask_log WHERE ask_id = %s", (ask_id,)
+            ).fetchone()[0]
+        assert len(attempts) == 1
+        assert "may not send the key in PGCITE_TEST_API_KEY" in attempts[0]["error"]
+    finally:
+        with connect(pg, adb, R["admin"]) as c:
+            c.execute("SELECT rag.drop_generator('keyed')")

@@ -590,6 +590,10 @@ def test_the_api_key_is_sent_but_never_readable(pg, gdb, server):
             status=401, body=json.dumps({"error": {"message": f"Incorrect API key: {req['_authorization']}"}})
         )
 
+    with pg.admin(gdb) as c:  # a superuser lets this database's generators use these variables
+        c.execute(
+            "SELECT rag.set_config('generator_key_envs', 'PGCITE_TEST_API_KEY, PGCITE_TEST_NO_SUCH_VAR')"
+        )
     with connect(pg, gdb, R["admin"]) as c:
         for name, script in (("keyed", correct), ("key_echo", key_echo)):
             c.execute(

@@ -153,9 +153,18 @@ def test_install_as_managed_owner_equals_create_extension(pg, managed_db):
     store_and_ask(m.dsn)
     reader = add_reader(m)
     ask(reader)
-    with psycopg.connect(reader, autocommit=True) as c, pytest.raises(psycopg.Error) as e:
-        c.execute("SELECT * FROM rag.store_document('m', 'x', %s)", (ITEMS,))
-    assert sqlstate_of(e) == "42501"
+    with psycopg.connect(reader, autocommit=True) as c:
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SELECT * FROM rag.store_document('m', 'x', %s)", (ITEMS,))
+        assert sqlstate_of(e) == "42501"
+        # views read with pgcite_owner's rights (they used to read with the installer's, which has none on
+        # rag.generator: rag.generators failed with 42501 for everyone)
+        c.execute("SELECT * FROM rag.generators")
+        assert c.execute("SELECT value FROM rag.settings WHERE name = 'min_score'").fetchone()[0] == "0.4"
+        assert c.execute(
+            "SELECT array_agg(DISTINCT relowner::regrole::text) FROM pg_class"
+            " WHERE relnamespace = 'rag'::regnamespace AND relkind = 'v'"
+        ).fetchone()[0] == ["pgcite_owner"]
 
 
 def test_release_then_upgrade_equals_fresh_install_and_keeps_data(pg, managed_db):
@@ -386,6 +395,13 @@ def test_refuses_without_createrole_and_names_what_a_dba_runs(pg):
             c.execute(statements)
         rc, out, err = cli("install", "--dsn", m.dsn)
         assert rc == 0, err
+        # the membership the DBA granted stays: pgcite_owner owns pgcite's tables in every database
+        assert err == (
+            f"warning: role {m.owner} is still a member of pgcite_owner, which owns pgcite's tables in"
+            " every database of this cluster: it can read and rewrite their pgcite data (audit logs included)"
+            " wherever it may connect. A DBA revokes it after installing:"
+            f" REVOKE pgcite_owner FROM {m.owner};\n"
+        )
         with psycopg.connect(m.dsn, autocommit=True) as c:
             c.execute("SELECT rag.create_tenant('m')")
         store_and_ask(m.dsn)
@@ -592,6 +608,18 @@ def test_trusted_install_refuses_what_it_would_adopt(pg, plain_owner_db):
             c.execute("CREATE EXTENSION pgcite CASCADE")
         assert sqlstate_of(e) == "55000" and "rag._apply_grants(integer)" in e.value.diag.message_primary
         c.execute("DROP SCHEMA rag CASCADE")
+        # an empty schema rag whose maker let everyone create in it: CREATE EXTENSION used it, privileges and
+        # all, so the owner could add rag._setting(text, integer) afterwards, a better match for a call in
+        # rag._check_bytes, and pgcite_owner ran it on every store (it could set python_path, say)
+        c.execute("CREATE SCHEMA rag")
+        c.execute("GRANT ALL ON SCHEMA rag TO PUBLIC")
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("CREATE EXTENSION pgcite CASCADE")
+        assert sqlstate_of(e) == "55000"
+        assert e.value.diag.message_primary == (
+            "schema rag grants privileges that pgcite does not: CREATE to PUBLIC, USAGE to PUBLIC"
+        )
+        c.execute("DROP SCHEMA rag")
     with pg.admin() as a:
         a.execute("ALTER ROLE pgcite_reader LOGIN")
         try:
@@ -607,9 +635,95 @@ def test_trusted_install_refuses_what_it_would_adopt(pg, plain_owner_db):
             assert sqlstate_of(e) == "42501" and m.owner in e.value.diag.message_primary
         finally:
             a.execute(f"REVOKE pgcite_owner FROM {m.owner}")
+        # what a pgcite role is a member of, every tenant role of every database would be (here: read any
+        # file of the server)
+        a.execute("GRANT pg_read_server_files TO pgcite_reader")
+        try:
+            with psycopg.connect(m.dsn, autocommit=True) as c, pytest.raises(psycopg.Error) as e:
+                c.execute("CREATE EXTENSION pgcite CASCADE")
+            assert sqlstate_of(e) == "42501"
+            assert "pgcite_reader is a member of pg_read_server_files" in e.value.diag.message_primary
+        finally:
+            a.execute("REVOKE pg_read_server_files FROM pgcite_reader")
     with psycopg.connect(m.dsn, autocommit=True) as c:
         assert c.execute("SELECT count(*) FROM pg_extension WHERE extname LIKE 'pgcite%'").fetchone()[0] == 0
         c.execute("CREATE EXTENSION pgcite CASCADE")  # and with all of that gone, it installs
+
+
+def test_an_install_reads_its_sql_as_written_whatever_the_session(pg, plain_owner_db, managed_db):
+    """standard_conforming_strings = off in the installing session (a trusted CREATE EXTENSION) or in the
+    installing role's settings (`pgcite install`) used to change the function bodies' literals:
+    rag._apply_grants matched every function and granted rag.ask to writers only and rag.create_tenant to
+    writers. Now both
+    installs grant what a default session does, and a reader asks."""
+    checks = (
+        "SELECT has_function_privilege('pgcite_reader', 'rag.ask(text,text,integer,public.vector,jsonb)',"
+        " 'EXECUTE'),"
+        " has_function_privilege('pgcite_writer', 'rag.create_tenant(text,regconfig)', 'EXECUTE'),"
+        " has_function_privilege('pgcite_writer', 'rag.set_config(text,text)', 'EXECUTE')"
+    )
+    m = plain_owner_db
+    with psycopg.connect(m.dsn, autocommit=True) as c:
+        c.execute("SET standard_conforming_strings = off")
+        c.execute("CREATE EXTENSION pgcite CASCADE")
+        assert c.execute(checks).fetchone() == (True, False, False)
+        c.execute("SELECT rag.create_tenant('m')")
+    store_and_ask(m.dsn)
+    ask(add_reader(m, by_owner=False))
+    m = managed_db
+    with psycopg.connect(m.dsn, autocommit=True) as c:
+        c.execute(f"ALTER ROLE {m.owner} SET standard_conforming_strings = off")
+    assert cli("install", "--dsn", m.dsn)[0] == 0
+    with psycopg.connect(m.dsn, autocommit=True) as c:
+        assert c.execute("SHOW standard_conforming_strings").fetchone()[0] == "off"
+        assert c.execute(checks).fetchone() == (True, False, False)
+
+
+def test_default_privileges_of_the_creating_role_are_refused(pg, managed_db, plain_owner_db):
+    """Default privileges of the role that creates pgcite's objects used to be applied to them: after
+    `pgcite install` by an owner with ALTER DEFAULT PRIVILEGES ... TO helper, helper could setval the log's
+    sequence to its maximum (every ask of every tenant failed) and read the embeddings. Refused (55000),
+    nothing installed; without them, helper holds nothing on any rag object. The same for the superuser that
+    a trusted CREATE EXTENSION runs as."""
+    m = managed_db
+    helper = f"{m.owner}_helper"
+    grants = {"TABLES": "SELECT", "SEQUENCES": "USAGE, UPDATE", "SCHEMAS": "USAGE", "FUNCTIONS": "EXECUTE"}
+    with psycopg.connect(m.dsn, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {helper}")
+        for kind, what in grants.items():
+            c.execute(f"ALTER DEFAULT PRIVILEGES GRANT {what} ON {kind} TO {helper}")
+        before = local_snapshot(c)
+    rc, _, err = cli("install", "--dsn", m.dsn)
+    assert rc == 2
+    assert err.startswith(
+        f"error [55000]: migrations/000-prerequisites.sql: role {m.owner} has default privileges"
+        " that would apply"
+    )
+    with psycopg.connect(m.dsn, autocommit=True) as c:
+        assert local_snapshot(c) == before
+        for kind, what in grants.items():
+            c.execute(f"ALTER DEFAULT PRIVILEGES REVOKE {what} ON {kind} FROM {helper}")
+    assert cli("install", "--dsn", m.dsn)[0] == 0
+    with psycopg.connect(m.dsn, autocommit=True) as c:
+        held = c.execute(
+            """SELECT count(*) FROM (
+                 SELECT relacl AS acl FROM pg_class WHERE relnamespace = 'rag'::regnamespace
+                 UNION ALL SELECT proacl FROM pg_proc WHERE pronamespace = 'rag'::regnamespace
+                 UNION ALL SELECT nspacl FROM pg_namespace WHERE nspname = 'rag') AS x,
+               aclexplode(x.acl) AS a WHERE a.grantee = %s::regrole""",
+            (helper,),
+        ).fetchone()[0]
+        assert held == 0
+    superuser = superuser_name(pg)
+    with plain_owner_db.admin() as a:
+        a.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE {superuser} GRANT SELECT ON TABLES TO {helper}")
+        try:
+            with psycopg.connect(plain_owner_db.dsn, autocommit=True) as c, pytest.raises(psycopg.Error) as e:
+                c.execute("CREATE EXTENSION pgcite CASCADE")
+            assert sqlstate_of(e) == "55000" and superuser in e.value.diag.message_primary
+        finally:
+            a.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE {superuser} REVOKE SELECT ON TABLES FROM {helper}")
+        assert a.execute("SELECT count(*) FROM pg_extension WHERE extname = 'pgcite'").fetchone()[0] == 0
 
 
 # ---------------------------------------------------------------------- the package carries its SQL

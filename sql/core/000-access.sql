@@ -211,7 +211,10 @@ AS $fn$
             'the embedding model name recorded for new chunks'),
         ('python_path', 'text', '/opt/pgcite/venv', NULL, NULL, true, false,
             'the DB-side Python venv (or its site-packages) that pgcite_python imports from'),
-        ('torch_threads', 'number', '1', 1, 64, false, false, 'threads per backend for embedding')
+        ('torch_threads', 'number', '1', 1, 64, false, false, 'threads per backend for embedding'),
+        ('generator_key_envs', 'text', '', NULL, NULL, true, false,
+            'the server environment variables (PGCITE_..., comma-separated) whose API keys this database''s '
+            'generators may send; none by default')
     ) AS s (name, kind, default_value, min_value, max_value, superuser_only, in_answer, description)
 $fn$;
 COMMENT ON FUNCTION rag._settings_catalog() IS 'Internal: every pgcite setting, its default, bounds and who sets it.';
@@ -378,3 +381,7 @@ SELECT
 FROM rag._settings_catalog() AS c
 LEFT JOIN rag.config AS x ON c.name = x.name;
 COMMENT ON VIEW rag.settings IS 'Every pgcite setting in force, where it comes from, and its default.';
+-- A view reads its tables with its owner's rights: pgcite_owner's (the tables' owner), not those of whoever
+-- installed (a superuser, who bypasses row level security; the role running `pgcite install`, who has no
+-- right on rag.generator at all).
+ALTER VIEW rag.settings OWNER TO pgcite_owner;

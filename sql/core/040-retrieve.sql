@@ -93,7 +93,11 @@ DECLARE
     unknown text [];
     real_words text [] := '{}';
     corrected text;
+    -- pg_trgm's operator % obeys pg_trgm.similarity_threshold, which any session may SET (1: no word is ever
+    -- corrected, and the answer changes): pinned to its default for the query below, then given back
+    trgm_threshold text := pg_catalog.current_setting('pg_trgm.similarity_threshold', true);
 BEGIN
+    PERFORM pg_catalog.set_config('pg_trgm.similarity_threshold', '0.3', true);
     SELECT pg_catalog.array_agg(DISTINCT u.word)
     INTO unknown
     FROM pg_catalog.unnest(words) AS u (word)
@@ -121,6 +125,9 @@ BEGIN
         ORDER BY public.levenshtein_less_equal(t.term, w.word, 2), public.similarity(t.term, w.word) DESC, t.term
         LIMIT 1
     ) AS fix ON true;
+    IF trgm_threshold IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('pg_trgm.similarity_threshold', trgm_threshold, true);
+    END IF;
     RETURN corrected;
 END
 $fn$;

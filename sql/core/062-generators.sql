@@ -2,6 +2,24 @@
 -- option generator, managed by pgcite_admin. The table holds no secret: a row names the server environment
 -- variable that holds the API key (read by pgcite_python when it calls the generator).
 
+-- ---------------------------------------------------------------- which API keys a database may send
+-- Server environment variables belong to the whole cluster: the key a superuser set for one database's
+-- generators must not be sendable by the administrator of another (any database owner, after a trusted
+-- install) to a URL of their choice. A superuser names, per database, the variables its generators may use
+-- (setting generator_key_envs; none by default); checked when a generator is created and before every call.
+CREATE OR REPLACE FUNCTION rag._key_env_allowed(p_env text)
+RETURNS boolean
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT p_env IS NULL OR p_env = ANY (pg_catalog.string_to_array(
+        pg_catalog.translate(rag._config_text('generator_key_envs'), E' \t\n', ''), ','))
+$fn$;
+COMMENT ON FUNCTION rag._key_env_allowed(text) IS
+'Internal: whether a generator of this database may send the API key in environment variable p_env (setting '
+'generator_key_envs, set by a superuser).';
+
 -- ---------------------------------------------------------------- generators (admin)
 CREATE OR REPLACE FUNCTION rag._create_generator(
     p_caller name, p_name text, p_base_url text, p_model text, p_api_key_env text, p_timeout_s float8,
@@ -34,6 +52,17 @@ BEGIN
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = pg_catalog.format('options may not set %s', pg_catalog.array_to_string(reserved, ', ')),
             HINT = 'model, max_tokens, temperature and response_format are arguments of rag.create_generator.';
+    END IF;
+    -- (a name that is not PGCITE_<NAME> at all is refused by the table's CHECK below: 22023)
+    IF p_api_key_env ~ '^PGCITE_[A-Z0-9_]{1,64}$' AND NOT rag._key_env_allowed(p_api_key_env) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'insufficient_privilege',
+            MESSAGE = pg_catalog.format('generators of database %s may not send the key in %s',
+                pg_catalog.current_database(), p_api_key_env),
+            DETAIL = 'Environment variables of the server belong to every database of the cluster; a superuser says '
+                'which ones each database may use.',
+            HINT = pg_catalog.format('A superuser runs, in this database: SELECT rag.set_config('
+                '''generator_key_envs'', %L);', p_api_key_env);
     END IF;
     BEGIN
         INSERT INTO rag.generator AS g (
@@ -130,6 +159,7 @@ FROM rag.generator AS g;
 COMMENT ON VIEW rag.generators IS
 'The generators rag.ask may name. api_key_env is the name of a server environment variable; no API key is ever '
 'stored in the database.';
+ALTER VIEW rag.generators OWNER TO pgcite_owner;  -- its owner's rights read rag.generator (000-access.sql)
 GRANT SELECT ON rag.generators TO pgcite_reader, pg_database_owner;
 
 -- The generator row, inside the SECURITY DEFINER functions (42704 for an unknown name).

@@ -155,6 +155,13 @@ BEGIN
         RETURN pg_catalog.jsonb_build_object('value', NULL,
             'errors', pg_catalog.jsonb_build_array('The reply is empty.'));
     END IF;
+    -- Bounded work (docs/security.md): checking a reply costs about its sentences times its citations, so a
+    -- reply of a few hundred kB of repeated sentences and citations (rag.answer takes any caller's) kept a core
+    -- busy for hours and built gigabytes. Limits far above any real answer, checked before anything else.
+    IF pg_catalog.octet_length(v::text) > 262144 THEN
+        RETURN pg_catalog.jsonb_build_object('value', NULL, 'errors', pg_catalog.jsonb_build_array(
+            pg_catalog.format('The reply is %s bytes long; at most 262144.', pg_catalog.octet_length(v::text))));
+    END IF;
     IF pg_catalog.jsonb_typeof(v) = 'string' THEN
         txt := pg_catalog.btrim(v #>> '{}', E' \t\n\r');
         fenced := pg_catalog.regexp_match(txt, '^```[A-Za-z]*\s*(.*?)\s*```$');
@@ -188,8 +195,18 @@ BEGIN
     IF v ? 'abstain_reason' AND pg_catalog.jsonb_typeof(v -> 'abstain_reason') NOT IN ('string', 'null') THEN
         errors := errors || 'abstain_reason must be a string or null.'::text;
     END IF;
+    IF pg_catalog.jsonb_typeof(v -> 'answer') = 'string' AND pg_catalog.length(v ->> 'answer') > 10000 THEN
+        errors := errors || pg_catalog.format('The answer is %s characters long; at most 10000.',
+            pg_catalog.length(v ->> 'answer'));
+    ELSIF pg_catalog.jsonb_typeof(v -> 'answer') = 'string'
+        AND (SELECT pg_catalog.count(*) FROM rag._answer_claims(v ->> 'answer') AS x) > 100 THEN
+        errors := errors || 'The answer has more than 100 sentences; at most 100.'::text;
+    END IF;
     IF pg_catalog.jsonb_typeof(v -> 'citations') IS DISTINCT FROM 'array' THEN
         errors := errors || 'citations must be an array of {"n": <source number>, "quote": "..."}.'::text;
+    ELSIF pg_catalog.jsonb_array_length(v -> 'citations') > 50 THEN
+        errors := errors || pg_catalog.format('citations has %s entries; at most 50.',
+            pg_catalog.jsonb_array_length(v -> 'citations'));
     ELSE
         FOR c IN SELECT e.value, e.o - 1 AS i FROM pg_catalog.jsonb_array_elements(v -> 'citations')
             WITH ORDINALITY AS e (value, o) LOOP
@@ -230,14 +247,23 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     t text := coalesce(p_answer, '');
-    prev text;
+    -- a list of markers "[1, 2; 3" (up to its last number); each one's separators become "] [". One pass over
+    -- the text (a loop of regexp_replace until nothing changed took a pass per number: quadratic)
+    list text := '\[[0-9]{1,6}(\s*[,;]\s*[0-9]{1,6})+';
+    out text := '';
+    pos integer := 1;
+    at integer;
+    found text;
 BEGIN
     LOOP
-        prev := t;
-        t := pg_catalog.regexp_replace(t, '\[([0-9]{1,6})\s*[,;]\s*([0-9]{1,6})', '[\1] [\2', 'g');
-        EXIT WHEN t = prev;
+        at := pg_catalog.regexp_instr(t, list, pos);
+        EXIT WHEN at = 0;
+        found := pg_catalog.regexp_substr(t, list, at);
+        out := out || pg_catalog.substr(t, pos, at - pos)
+            || pg_catalog.regexp_replace(found, '\s*[,;]\s*', '] [', 'g');
+        pos := at + pg_catalog.length(found);
     END LOOP;
-    RETURN pg_catalog.regexp_replace(t, '\]\[', '] [', 'g');
+    RETURN pg_catalog.regexp_replace(out || pg_catalog.substr(t, pos), '\]\[', '] [', 'g');
 END
 $fn$;
 COMMENT ON FUNCTION rag._normalize_markers(text) IS 'Internal: citation markers of an answer written as [n] each.';
@@ -599,9 +625,15 @@ BEGIN
             HINT = 'CREATE EXTENSION pgcite_python; or call your own model: rag.context, then rag.answer.';
     END IF;
     FOR attempt IN 1..2 LOOP
-        EXECUTE 'SELECT rag._generator_call($1, $2)' INTO call
-        USING p_generator, pg_catalog.jsonb_build_object('messages', messages,
-            'response_format', prompt -> 'response_format');
+        IF NOT rag._key_env_allowed(g.api_key_env) THEN  -- allowed when it was created, no longer (062)
+            call := pg_catalog.jsonb_build_object('ok', false, 'elapsed_ms', 0, 'error', pg_catalog.format(
+                'generator %s may not send the key in %s: it is not in the setting generator_key_envs of this '
+                'database (a superuser sets it)', g.name, g.api_key_env));
+        ELSE
+            EXECUTE 'SELECT rag._generator_call($1, $2)' INTO call
+            USING p_generator, pg_catalog.jsonb_build_object('messages', messages,
+                'response_format', prompt -> 'response_format');
+        END IF;
         step := rag._generation_step(sources, messages, call -> 'content', attempt,
             (p_params ->> 'min_support')::float8, call);
         attempts := attempts || (step -> 'attempt');

@@ -1,6 +1,7 @@
 -- Grants of internal functions (rag._*), and the owner of the SECURITY DEFINER ones.
 -- * SECURITY DEFINER functions belong to pgcite_owner (NOLOGIN, not a superuser, owner of the tables) and may
---   be executed by the role their public wrapper is for: readers, writers or admins. Each checks its caller.
+--   be executed by the role their public wrapper is for: readers, writers or admins. Each checks its caller,
+--   and runs with standard_conforming_strings and extra_float_digits pinned (not the caller's).
 -- * Every other internal function is revoked from PUBLIC and granted to pgcite_owner (which runs them inside
 --   the SECURITY DEFINER functions) and to the role that runs it as itself: pgcite_reader for the few that
 --   row level security, rag.correct_question and rag.embed need, pgcite_writer for rag.ingest's;
@@ -28,6 +29,11 @@ BEGIN
             'pg_database_owner', f.sig);
         IF f.prosecdef THEN
             EXECUTE pg_catalog.format('ALTER FUNCTION %s OWNER TO pgcite_owner', f.sig);
+            -- settings of the caller's session that change what pgcite's SQL means, pinned for the call: how
+            -- string literals (regular expressions) are read, and how floats become text and JSON (the
+            -- fingerprint and the scores that are logged). docs/security.md "Session settings".
+            EXECUTE pg_catalog.format(
+                'ALTER FUNCTION %s SET standard_conforming_strings = on SET extra_float_digits = 1', f.sig);
             grantee := CASE
                 WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log',
                     '_context', '_answer_context') THEN 'pgcite_reader'

@@ -244,6 +244,8 @@ def cmd_install(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write("migrations applied: " + ", ".join(result.migrations) + "\n")
     if result.roles_created:
         out.write("roles created: " + ", ".join(result.roles_created) + "\n")
+    for warning in result.warnings:
+        err.write(f"warning: {warning}\n")
     return EXIT_OK
 
 

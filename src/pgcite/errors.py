@@ -46,7 +46,8 @@ class UnknownTenant(PgciteError):
 
 
 class InvalidParameter(PgciteError):
-    """22023 / 22004 / 22P02: a bad argument (k, dimensions, format, NULL key, binary garbage)."""
+    """22023 / 22004 / 22P02 / 22P05: a bad argument (k, dimensions, format, NULL key, binary garbage,
+    a NUL character)."""
 
 
 class LimitExceeded(PgciteError):
@@ -101,6 +102,11 @@ ERROR_CODES: dict[str, ErrorCode] = {
     ),
     "22P02": ErrorCode(
         "invalid_text_representation", InvalidParameter, "input that is not valid text (binary data)"
+    ),
+    "22P05": ErrorCode(
+        "untranslatable_character",
+        InvalidParameter,
+        "a \\u0000 in JSON text (PostgreSQL text cannot hold NUL)",
     ),
     "54000": ErrorCode(
         "program_limit_exceeded",

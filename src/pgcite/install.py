@@ -313,6 +313,7 @@ class Result:
     previous: str | None
     migrations: list[str]
     roles_created: list[str]
+    warnings: list[str] = field(default_factory=list)
 
 
 def _plan(
@@ -338,7 +339,10 @@ def _plan(
         # as CREATE EXTENSION ran it (rag, public first), then today's check of what it bound to
         trust = next(p for p in src.core if p.name == TRUST_CHECK)
         files = [
-            ("SET search_path", "SET LOCAL search_path = rag, public"),
+            (
+                "SET search_path",
+                "SET LOCAL search_path = rag, public; SET LOCAL standard_conforming_strings = on",
+            ),
             (path.name, extension_free(script)),
             (f"sql/core/{trust.name}", trust.read_text(encoding="utf-8")),
         ]
@@ -399,9 +403,10 @@ def _install_locked(
 ) -> Result:
     target = version or src.version
     digest = _sources_digest(src, target)
+    warnings = _kept_owner_warning(state)
     if state.recorded and state.version == target and state.sources_sha == digest:
         say(f"pgcite {target} is installed and up to date; nothing to do")
-        return Result("unchanged", target, state.version, [], [])
+        return Result("unchanged", target, state.version, [], [], warnings)
     target, files, new_migrations = _plan(src, version, state)
     created: list[str] = []
     for role, attrs in ROLES.items():
@@ -448,7 +453,19 @@ def _install_locked(
         action = "upgraded"
     else:
         action = "refreshed"
-    return Result(action, target, state.version, list(new_migrations), created)
+    return Result(action, target, state.version, list(new_migrations), created, warnings)
+
+
+def _kept_owner_warning(state: State) -> list[str]:
+    """A membership of pgcite_owner that the installing role had before (a DBA granted it) stays after the
+    install: pgcite_owner owns pgcite's tables in every database of the cluster (docs/security.md)."""
+    if not state.owner_member or state.superuser:
+        return []
+    return [
+        f"role {state.role} is still a member of pgcite_owner, which owns pgcite's tables in every database "
+        "of this cluster: it can read and rewrite their pgcite data (audit logs included) wherever it may "
+        f"connect. A DBA revokes it after installing: REVOKE pgcite_owner FROM {_ident(state.role)};"
+    ]
 
 
 # ---------------------------------------------------------------------- uninstall
