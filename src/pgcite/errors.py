@@ -68,6 +68,9 @@ class ModelUnavailable(PgciteError):
 class LocalModelUnavailable(PgciteError):
     """PC003: the client cannot parse or embed itself: its `local` extra (or the model) is missing."""
 
+    def __init__(self, message: str, *, sqlstate: str | None = "PC003", **kw: str | None) -> None:
+        super().__init__(message, sqlstate=sqlstate, **kw)
+
 
 class Canceled(PgciteError):
     """57014: the statement was cancelled (statement_timeout, pg_cancel_backend) while pgcite worked."""
