@@ -1,0 +1,136 @@
+"""Client-side ingest (pgcite.local + rag.store_parsed) vs rag.ingest, side by side in one run.
+
+    PYTHONPATH=src .venv/bin/python bench/bench_client_side.py [--dsn DSN] [--rounds 1] [--keep]
+
+The 33 files of the four manual chapters the question set is about (eval/pgdocs-corpus.txt), into fresh
+tenants of one database with pgcite_python (a private cluster under /var/tmp/pgcite-bench-client-side, or
+--dsn):
+rag.ingest (parse, chunk, embed in the backend, one call per file) and `Client(client_side=True).ingest` (the
+same chunker and model in this process, then rag.store_parsed), alternating when --rounds > 1; then each
+tenant's unchanged files again. Prints seconds, chunks/s, the client's split into parse + embed (prepare) and
+the rest (the hash check, sending and storing), the embedding backend and whether torch was imported in
+this process. Both sides embed with one thread (the setting torch_threads, PGCITE_EMBED_THREADS).
+PGCITE_EMBED_BACKEND=torch measures the client's sentence-transformers fallback instead of the ONNX export.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+
+import pgcite.local
+from pgcite import Client
+from pgcite.cluster import Cluster
+
+ROOT = Path(__file__).resolve().parents[1]
+MANUAL = next(iter(sorted(Path("/usr/share/doc").glob("postgresql-doc-*/html"))), Path("/nonexistent"))
+HOME = Path("/var/tmp/pgcite-bench-client-side")
+DB = "pgcite_bench_client"
+
+
+def files() -> list[Path]:
+    return [MANUAL / n for n in (ROOT / "eval" / "pgdocs-corpus.txt").read_text().split()]
+
+
+def in_database(dsn: str, tenant: str) -> dict:
+    out = {"chunks": 0, "statuses": {}}
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        t0 = time.perf_counter()
+        for f in files():
+            status, chunks = c.execute(
+                "SELECT status, chunks FROM rag.ingest(%s, %s, %s, 'html')", (tenant, f.name, f.read_text())
+            ).fetchone()
+            out["chunks"] += chunks
+            out["statuses"][status] = out["statuses"].get(status, 0) + 1
+        out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def client_side(dsn: str, tenant: str) -> dict:
+    out = {"chunks": 0, "statuses": {}, "prepare_seconds": 0.0}
+    real_prepare = pgcite.local.LocalPipeline.prepare
+
+    def timed(self, body, format="auto"):
+        t = time.perf_counter()
+        try:
+            return real_prepare(self, body, format)
+        finally:
+            out["prepare_seconds"] += time.perf_counter() - t
+
+    pgcite.local.LocalPipeline.prepare = timed
+    try:
+        with Client(dsn, client_side=True) as c:
+            c.create_tenant(tenant)
+            t0 = time.perf_counter()
+            c.check_client_side()
+            pipeline = pgcite.local.shared_pipeline()
+            out["backend"] = pipeline.backend  # loads the model: counted, as the first file would
+            for f in files():
+                r = c.ingest(tenant, f.name, f.read_text(), "html")
+                out["chunks"] += r.chunks
+                out["statuses"][r.status] = out["statuses"].get(r.status, 0) + 1
+            out["seconds"] = time.perf_counter() - t0
+    finally:
+        pgcite.local.LocalPipeline.prepare = real_prepare
+    return out
+
+
+def line(name: str, r: dict) -> str:
+    rate = r["chunks"] / r["seconds"] if r["chunks"] else 0.0
+    extra = ""
+    if "prepare_seconds" in r:
+        extra = (
+            f"  (parse+embed {r['prepare_seconds']:.1f} s, hash check + send + store "
+            f"{r['seconds'] - r['prepare_seconds']:.1f} s; backend {r.get('backend')})"
+        )
+    head = f"{name:34} {r['seconds']:7.2f} s  {r['chunks']:4} chunks  {rate:5.1f} chunks/s"
+    return f"{head}  {r['statuses']}{extra}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dsn", help="a database with pgcite_python (default: a private cluster)")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--keep", action="store_true", help="keep the private cluster running afterwards")
+    args = ap.parse_args()
+    cluster = None
+    dsn = args.dsn
+    if not dsn:
+        cluster = Cluster(HOME)
+        cluster.init()
+        cluster.start()
+        cluster.ensure_database(DB, python=True)
+        dsn = cluster.dsn(DB)
+    try:
+        results = []
+        for r in range(args.rounds):
+            tag = uuid.uuid4().hex[:6]
+            order = ["db", "client"] if r % 2 == 0 else ["client", "db"]
+            got = {}
+            for side in order:
+                tenant = f"bench_{side}_{tag}"
+                got[side] = (in_database if side == "db" else client_side)(dsn, tenant)
+                got[side + "_again"] = (in_database if side == "db" else client_side)(dsn, tenant)
+            results.append(got)
+            print(f"round {r + 1} (first: {order[0]})")
+            print(line("rag.ingest", got["db"]))
+            print(line("client-side + rag.store_parsed", got["client"]))
+            print(line("rag.ingest, unchanged again", got["db_again"]))
+            print(line("client-side, unchanged again", got["client_again"]))
+        print(f"torch imported in this process: {'torch' in sys.modules}")
+        print(json.dumps(results, default=str))
+    finally:
+        if cluster is not None and not args.keep:
+            cluster.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
