@@ -24,6 +24,7 @@ from conftest import CHAPTERS_TENANT, MANUAL, ROOT, chapter_files, create_manage
 import pgcite.local
 from pgcite import AsyncClient, Client
 from pgcite.cli import main
+from pgcite.client import _Plan
 from pgcite.local import embed_text, question_text
 
 pytestmark = pytest.mark.manual
@@ -133,6 +134,24 @@ def test_local_parse_refusals_carry_the_database_sqlstates():
             pipeline.parse(body, fmt)
         assert e.value.sqlstate == sqlstate, (body[:20], e.value.message)
         assert e.value.hint
+
+
+def test_where_the_work_is_done():
+    full = {"ingest": True, "embed": True, "store_parsed": True, "model": pgcite.local.local_model_name()}
+    core = {**full, "ingest": False, "embed": False}
+    old = {**core, "store_parsed": False}
+    assert (_Plan(full, None).ingest_locally, _Plan(full, None).embed_locally) == (False, False)
+    assert (_Plan(full, True).ingest_locally, _Plan(full, True).embed_locally) == (True, True)
+    assert (_Plan(core, None).ingest_locally, _Plan(core, None).embed_locally) == (True, True)
+    assert (_Plan(core, False).ingest_locally, _Plan(core, False).embed_locally) == (False, False)
+    with pytest.raises(pgcite.NotReady) as e:
+        _Plan(old, None).ingest_pipeline()
+    assert e.value.sqlstate == "55000" and "pgcite install" in e.value.hint
+    with pytest.raises(pgcite.NotReady) as e:
+        _Plan({**core, "model": "intfloat/e5-small-v2"}, None).ingest_pipeline()
+    assert e.value.sqlstate == "55000" and "intfloat/e5-small-v2" in e.value.message
+    with pytest.raises(pgcite.InvalidParameter):
+        Client(connection=None, client_side="yes")
 
 
 # ---------------------------------------------------------------------- the rules mirrored from SQL
@@ -383,3 +402,14 @@ def test_the_in_database_path_refuses_the_same_document_with_the_same_sqlstate(c
             ("\x01\x02\x03\x04\x05 not text " * 40,),
         )
     assert sqlstate_of(e) == "22P02"
+
+
+def test_calibrate_as_the_managed_owner_embeds_the_questions_in_the_client(managed):
+    """Last in this file: it sets the tenant's gate, which the evaluation above runs without."""
+    rc, out, err = cli("calibrate", str(QUESTIONS), "--tenant", TENANT, "--dsn", managed.dsn, "--json")
+    assert rc == 0, err
+    rows = json.loads(out)
+    assert len(rows) == 37 and all(r["score"] is not None for r in rows)
+    with Client(managed.dsn) as c:
+        gate = c.tenant_gate(TENANT)
+    assert len(gate["calibrated_on"]) == 37 and 0 < gate["min_score"] < 1

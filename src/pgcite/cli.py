@@ -645,6 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True)
     p.add_argument("--split", choices=("calibration", "test", "all"), default="calibration")
     p.add_argument("--json", action="store_true")
+    client_side(p, "embed the questions in this process")
     return parser
 
 

@@ -558,7 +558,15 @@ class Client:
         return self._fetch(*_Q.explain(question, tenant, k))
 
     def calibrate(self, tenant: str, questions: Sequence[Mapping[str, Any]]) -> list[Row]:
-        """rag.calibrate's decision table; questions: [{id, question, expect, kind}]."""
+        """rag.calibrate's decision table; questions: [{id, question, expect, kind}] (embedded in this client,
+        as ask does, where the server cannot embed or client_side is set)."""
+        if self.plan().embed_locally:
+            questions = [
+                q
+                if _blank(q.get("question")) or "query_embedding" in q
+                else {**q, "query_embedding": self.embed_question(q["question"], tenant)}
+                for q in questions
+            ]
         return self._fetch(*_Q.calibrate(tenant, questions))
 
     # ------------------------------------------------------------------ audit
@@ -797,6 +805,13 @@ class AsyncClient:
         return await self._fetch(*_Q.explain(question, tenant, k))
 
     async def calibrate(self, tenant: str, questions: Sequence[Mapping[str, Any]]) -> list[Row]:
+        if (await self.plan()).embed_locally:
+            embedded = []
+            for q in questions:
+                if not (_blank(q.get("question")) or "query_embedding" in q):
+                    q = {**q, "query_embedding": await self.embed_question(q["question"], tenant)}
+                embedded.append(q)
+            questions = embedded
         return await self._fetch(*_Q.calibrate(tenant, questions))
 
     async def replay(self, ask_id: int) -> ReplayResult:
