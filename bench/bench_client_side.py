@@ -55,16 +55,20 @@ def in_database(dsn: str, tenant: str) -> dict:
 
 def client_side(dsn: str, tenant: str) -> dict:
     out = {"chunks": 0, "statuses": {}, "prepare_seconds": 0.0}
-    real_prepare = pgcite.local.LocalPipeline.prepare
+    real = {name: getattr(pgcite.local.LocalPipeline, name) for name in ("parse", "embed_parsed")}
 
-    def timed(self, body, format="auto"):
-        t = time.perf_counter()
-        try:
-            return real_prepare(self, body, format)
-        finally:
-            out["prepare_seconds"] += time.perf_counter() - t
+    def timed(name):
+        def wrapper(self, *a, **k):
+            t = time.perf_counter()
+            try:
+                return real[name](self, *a, **k)
+            finally:
+                out["prepare_seconds"] += time.perf_counter() - t
 
-    pgcite.local.LocalPipeline.prepare = timed
+        return wrapper
+
+    for name in real:
+        setattr(pgcite.local.LocalPipeline, name, timed(name))
     try:
         with Client(dsn, client_side=True) as c:
             c.create_tenant(tenant)
@@ -78,7 +82,8 @@ def client_side(dsn: str, tenant: str) -> dict:
                 out["statuses"][r.status] = out["statuses"].get(r.status, 0) + 1
             out["seconds"] = time.perf_counter() - t0
     finally:
-        pgcite.local.LocalPipeline.prepare = real_prepare
+        for name, f in real.items():
+            setattr(pgcite.local.LocalPipeline, name, f)
     return out
 
 

@@ -217,7 +217,8 @@ def test_reingest_unchanged_embeds_nothing(managed, chapter_dir, monkeypatch):
     def no_work(*a, **k):
         raise AssertionError("an unchanged document was parsed or embedded again")
 
-    monkeypatch.setattr(pgcite.local.LocalPipeline, "prepare", no_work)
+    monkeypatch.setattr(pgcite.local.LocalPipeline, "parse", no_work)
+    monkeypatch.setattr(pgcite.local.LocalPipeline, "embed", no_work)
     rc, out, err = cli(
         "ingest", str(chapter_dir), "--tenant", TENANT, "--dsn", managed.dsn, "--json", "--no-progress"
     )
@@ -330,8 +331,10 @@ def test_store_parsed_refuses_bad_payloads(managed):
     pipeline = pgcite.local.LocalPipeline()
     body = "# Notes\n\nVACUUM reclaims the storage of dead tuples.\n"
     parsed = pipeline.prepare(body, "markdown")
+    unknown = {**parsed["chunks"][0], "content": "A text this tenant never stored.", "embedding": None}
     bad = [
         ({**parsed, "model": "other/model"}, "55000"),
+        ({**parsed, "chunks": [{**unknown, "sentences": None}]}, "22023"),  # no embedding, none stored
         ({**parsed, "format": "pdf"}, "22023"),
         ({**parsed, "chunks": "x"}, "22023"),
         ({**parsed, "chunks": [{**parsed["chunks"][0], "embedding": [1, 2, 3]}]}, "22023"),
@@ -402,6 +405,50 @@ def test_the_in_database_path_refuses_the_same_document_with_the_same_sqlstate(c
             ("\x01\x02\x03\x04\x05 not text " * 40,),
         )
     assert sqlstate_of(e) == "22P02"
+
+
+def test_an_updated_document_embeds_only_its_new_text(managed, monkeypatch):
+    """As rag.ingest does: chunk texts the tenant already has keep their stored embeddings and sentences."""
+    embedded: list[str] = []
+    real_embed = pgcite.local.LocalPipeline.embed
+
+    def counting(self, texts):
+        embedded.extend(texts)
+        return real_embed(self, texts)
+
+    monkeypatch.setattr(pgcite.local.LocalPipeline, "embed", counting)
+    body = (MANUAL / "routine-vacuuming.html").read_text()
+    with Client(managed.dsn) as c:
+        copy = c.ingest(TENANT, "copy/routine-vacuuming.html", body, "html")  # every text already stored
+        assert copy.status == "inserted" and copy.chunks > 10 and embedded == []
+        marker = "Autovacuum in the copy wakes up at midnight."
+        at = body.index("<p>", body.index("</h2>")) + len("<p>")  # the section's first paragraph
+        changed = body[:at] + marker + " " + body[at:]
+        r = c.ingest(TENANT, "copy/routine-vacuuming.html", changed, "html")
+        assert r.status == "updated" and r.version == 2
+        assert 0 < len(embedded) <= 10 and any(marker in t for t in embedded)  # one chunk and its sentences
+        assert c.delete_document(TENANT, "copy/routine-vacuuming.html")
+    with managed.admin() as a:
+        # the copies are the original's rows: embeddings and sentences of unchanged texts identical
+        same = a.execute(
+            "SELECT count(*) FILTER (WHERE o.embedding = n.embedding), count(*) FROM rag.chunk AS n"
+            " JOIN rag.chunk AS o ON o.content_hash = n.content_hash AND o.tenant = n.tenant"
+            " AND o.doc_key = 'routine-vacuuming.html' AND o.retired_at IS NULL"
+            " WHERE n.tenant = %s AND n.doc_key = 'copy/routine-vacuuming.html' AND n.doc_version = 2",
+            (TENANT,),
+        ).fetchone()
+        assert same[0] == same[1] > 10
+        sentences = a.execute(
+            "SELECT count(*) FROM rag.sentence AS s JOIN rag.chunk AS c USING (chunk_id)"
+            " WHERE c.tenant = %s AND c.doc_key = 'copy/routine-vacuuming.html' AND c.doc_version = 1",
+            (TENANT,),
+        ).fetchone()[0]
+        original = a.execute(
+            "SELECT count(*) FROM rag.sentence AS s JOIN rag.chunk AS c USING (chunk_id)"
+            " WHERE c.tenant = %s AND c.doc_key = 'routine-vacuuming.html' AND c.retired_at IS NULL",
+            (TENANT,),
+        ).fetchone()[0]
+        assert sentences == original > 50
 
 
 def test_calibrate_as_the_managed_owner_embeds_the_questions_in_the_client(managed):

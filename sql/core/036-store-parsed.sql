@@ -69,6 +69,67 @@ COMMENT ON FUNCTION rag.document_unchanged(text, text, text, text, integer, text
 'this before it parses and embeds. Refuses what rag.ingest refuses before parsing (42501, 42704, 22004, 22023, '
 '54000).';
 
+CREATE OR REPLACE FUNCTION rag.embedded_texts(tenant text, hashes bytea[])
+RETURNS TABLE (content_hash bytea)
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT e.content_hash
+    FROM rag._reused_embeddings(current_user, embedded_texts.tenant, rag.model_name(), embedded_texts.hashes) AS e
+    WHERE EXISTS (
+        SELECT FROM rag._reused_sentences(current_user, embedded_texts.tenant, rag.model_name(),
+            ARRAY[e.content_hash]) AS s
+    )
+$fn$;
+COMMENT ON FUNCTION rag.embedded_texts(text, bytea[]) IS
+'Which of these chunk text hashes (sha256 of the UTF-8 of title, blank line, content) the tenant already has '
+'embedded with the database''s model, sentences included: a client leaves their embeddings out of '
+'rag.store_parsed, which copies the stored ones, as rag.ingest reuses them.';
+
+-- Chunks whose embedding a client left out (null) get the stored embedding and sentences of the same text in
+-- this tenant (rag.embedded_texts said it has them); a chunk with neither stays without and is refused.
+CREATE OR REPLACE FUNCTION rag._fill_stored(p_caller name, p_tenant text, p_model text, p_chunks jsonb)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    WITH c AS (
+        SELECT x.e, x.o,
+            pg_catalog.sha256(pg_catalog.convert_to(
+                rag._embed_text(coalesce(x.e ->> 'title', ''), x.e ->> 'content'), 'UTF8')) AS h
+        FROM pg_catalog.jsonb_array_elements(p_chunks) WITH ORDINALITY AS x (e, o)
+    ),
+    missing AS (
+        SELECT pg_catalog.array_agg(c.h) AS hashes FROM c
+        WHERE pg_catalog.jsonb_typeof(c.e -> 'embedding') IS DISTINCT FROM 'array'
+    ),
+    emb AS (
+        SELECT r.content_hash, r.embedding
+        FROM missing, rag._reused_embeddings(p_caller, p_tenant, p_model, missing.hashes) AS r
+        WHERE missing.hashes IS NOT NULL
+    ),
+    sent AS (
+        SELECT r.content_hash,
+            pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('start', r.start_pos, 'end', r.end_pos,
+                'embedding', r.embedding::text::jsonb) ORDER BY r.start_pos) AS sentences
+        FROM missing, rag._reused_sentences(p_caller, p_tenant, p_model, missing.hashes) AS r
+        WHERE missing.hashes IS NOT NULL
+        GROUP BY r.content_hash
+    )
+    SELECT coalesce(pg_catalog.jsonb_agg(
+        CASE WHEN emb.embedding IS NULL THEN c.e
+            ELSE c.e || pg_catalog.jsonb_build_object('embedding', emb.embedding::text::jsonb,
+                'sentences', coalesce(sent.sentences, '[]'::jsonb)) END
+        ORDER BY c.o), '[]'::jsonb)
+    FROM c
+    LEFT JOIN emb ON emb.content_hash = c.h AND pg_catalog.jsonb_typeof(c.e -> 'embedding') IS DISTINCT FROM 'array'
+    LEFT JOIN sent ON sent.content_hash = c.h
+$fn$;
+COMMENT ON FUNCTION rag._fill_stored(name, text, text, jsonb) IS
+'Internal: chunk items without an embedding completed with the stored embedding and sentences of the same text.';
+
 CREATE OR REPLACE FUNCTION rag._store_parsed(
     p_caller name, p_tenant text, p_key text, p_body text, p_format text, p_parsed jsonb, p_title text,
     p_source_url text, p_metadata jsonb
@@ -122,7 +183,7 @@ BEGIN
         FROM rag.document AS d WHERE d.tenant = p_tenant AND d.doc_key = p_key AND d.retired_at IS NULL;
         RETURN;
     END IF;
-    SELECT * INTO inputs FROM rag._item_inputs(p_parsed -> 'chunks');
+    SELECT * INTO inputs FROM rag._item_inputs(rag._fill_stored(p_caller, p_tenant, v_model, p_parsed -> 'chunks'));
     RETURN QUERY SELECT * FROM rag._store_version(p_caller, p_tenant, p_key, doc_hash, v_format,
         coalesce(p_title, p_parsed ->> 'title'), p_source_url, p_metadata, v_empty, v_model, inputs.chunks,
         inputs.sentences);
@@ -147,10 +208,13 @@ $fn$;
 COMMENT ON FUNCTION rag.store_parsed(text, text, text, text, jsonb, text, text, jsonb) IS
 'Stores a document the client parsed, chunked and embedded as rag.ingest would (pgcite ingest --client-side): '
 'body and format as given to rag.ingest; parsed = {model (must be rag.model_name(): 55000), format (detected), '
-'chunker_version, title, empty_sections, chunks: items as rag.store_document takes them}. Hashed like '
+'chunker_version, title, empty_sections, chunks: items as rag.store_document takes them; an item without '
+'embedding reuses the stored one of its text, see rag.embedded_texts}. Hashed like '
 'rag.ingest (unchanged body: status unchanged); same versioning and statuses (inserted, updated, unchanged, empty).';
 
 REVOKE ALL ON FUNCTION rag.document_unchanged(text, text, text, text, integer, text, text, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION rag.embedded_texts(text, bytea[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION rag.embedded_texts(text, bytea[]) TO pgcite_writer;
 REVOKE ALL ON FUNCTION rag.store_parsed(text, text, text, text, jsonb, text, text, jsonb) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION rag.document_unchanged(text, text, text, text, integer, text, text, jsonb) TO pgcite_writer;
 GRANT EXECUTE ON FUNCTION rag.store_parsed(text, text, text, text, jsonb, text, text, jsonb) TO pgcite_writer;

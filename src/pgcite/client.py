@@ -195,6 +195,10 @@ class _Q:
         )
 
     @staticmethod
+    def embedded_texts(tenant: str, hashes: Sequence[bytes]) -> tuple[str, Params]:
+        return "SELECT content_hash FROM rag.embedded_texts(%s, %s::bytea[])", (tenant, list(hashes))
+
+    @staticmethod
     def correct_question(question: str, tenant: str) -> tuple[str, Params]:
         return "SELECT rag.correct_question(%s, %s) AS corrected", (question, tenant)
 
@@ -256,7 +260,7 @@ class _Q:
         "SELECT to_regprocedure('rag.ingest(text,text,text,text,text,text,jsonb)') IS NOT NULL AS ingest,"
         " to_regprocedure('rag.embed(text)') IS NOT NULL AS embed,"
         " to_regprocedure('rag.store_parsed(text,text,text,text,jsonb,text,text,jsonb)') IS NOT NULL"
-        " AS store_parsed,"
+        " AND to_regprocedure('rag.embedded_texts(text,bytea[])') IS NOT NULL AS store_parsed,"
         " rag.model_name() AS model",
         None,
     )
@@ -485,7 +489,11 @@ class Client:
         )
         if rows:
             return IngestResult.from_row(rows[0])
-        parsed = pipeline.prepare(body, format)
+        result = pipeline.parse(body, format)
+        hashes = pipeline.text_hashes(result)
+        rows = self._fetch(*_Q.embedded_texts(tenant, hashes)) if hashes else []
+        stored = {bytes(r["content_hash"]) for r in rows}
+        parsed = pipeline.embed_parsed(result, stored)
         rows = self._fetch(*_Q.store_parsed(*args, parsed, title, source_url, metadata))
         return IngestResult.from_row(_one(rows, "rag.store_parsed"))
 
@@ -750,7 +758,11 @@ class AsyncClient:
         )
         if rows:
             return IngestResult.from_row(rows[0])
-        parsed = await asyncio.to_thread(pipeline.prepare, body, format)
+        result = await asyncio.to_thread(pipeline.parse, body, format)
+        hashes = pipeline.text_hashes(result)
+        rows = await self._fetch(*_Q.embedded_texts(tenant, hashes)) if hashes else []
+        stored = {bytes(r["content_hash"]) for r in rows}
+        parsed = await asyncio.to_thread(pipeline.embed_parsed, result, stored)
         rows = await self._fetch(*_Q.store_parsed(*args, parsed, title, source_url, metadata))
         return IngestResult.from_row(_one(rows, "rag.store_parsed"))
 

@@ -16,6 +16,7 @@ does). PGCITE_EMBED_BACKEND=onnx|torch forces a backend, PGCITE_EMBED_THREADS se
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Sequence
@@ -174,27 +175,45 @@ class LocalPipeline:
         """What rag.store_parsed takes as `parsed`: the document parsed and chunked as rag.ingest does, every
         chunk's text (rag._embed_text) embedded, every chunk's sentences (rag._sentence_spans) with their
         offsets and embeddings."""
-        result = self.parse(body, format)
+        return self.embed_parsed(self.parse(body, format))
+
+    @staticmethod
+    def text_hashes(result) -> list[bytes]:
+        """The hash of each chunk's embedded text, as rag.chunk.content_hash (for rag.embedded_texts)."""
+        return [
+            hashlib.sha256(embed_text(c.title, c.content).encode("utf-8")).digest() for c in result.chunks
+        ]
+
+    def embed_parsed(self, result, stored: frozenset[bytes] | set[bytes] = frozenset()) -> dict[str, Any]:
+        """`parsed` for rag.store_parsed from a ParseResult. Chunks whose text hash is in `stored` (the tenant
+        has them embedded: rag.embedded_texts) are sent without embedding or sentences; rag.store_parsed
+        copies the stored ones, as rag.ingest reuses them."""
         chunks = result.chunks
-        vectors = self.embed([embed_text(c.title, c.content) for c in chunks])
-        spans = [self._sentences.split_sentences(c.content or "") for c in chunks]
-        sentence_texts = [c.content[s:e] for c, sp in zip(chunks, spans, strict=True) for s, e in sp]
+        reuse = [h in stored for h in self.text_hashes(result)] if stored else [False] * len(chunks)
+        todo = [c for c, r in zip(chunks, reuse, strict=True) if not r]
+        vectors = iter(self.embed([embed_text(c.title, c.content) for c in todo]))
+        spans = [self._sentences.split_sentences(c.content or "") for c in todo]
+        sentence_texts = [c.content[s:e] for c, sp in zip(todo, spans, strict=True) for s, e in sp]
         sentence_vectors = iter(self.embed(sentence_texts))
+        todo_spans = iter(spans)
         items = []
-        for c, vec, sp in zip(chunks, vectors, spans, strict=True):
-            items.append(
-                {
-                    "anchor": c.anchor,
-                    "section_path": c.section_path,
-                    "title": c.title,
-                    "content": c.content,
-                    "token_count": c.token_count,
-                    "embedding": vec.tolist(),
-                    "sentences": [
-                        {"start": s, "end": e, "embedding": next(sentence_vectors).tolist()} for s, e in sp
-                    ],
-                }
-            )
+        for c, reused in zip(chunks, reuse, strict=True):
+            item: dict[str, Any] = {
+                "anchor": c.anchor,
+                "section_path": c.section_path,
+                "title": c.title,
+                "content": c.content,
+                "token_count": c.token_count,
+            }
+            if reused:
+                item["embedding"] = None
+            else:
+                item["embedding"] = next(vectors).tolist()
+                item["sentences"] = [
+                    {"start": s, "end": e, "embedding": next(sentence_vectors).tolist()}
+                    for s, e in next(todo_spans)
+                ]
+            items.append(item)
         return {
             "model": self.model_name,
             "format": result.format,
