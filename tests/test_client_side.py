@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -136,6 +137,24 @@ def test_local_parse_refusals_carry_the_database_sqlstates():
         assert e.value.hint
 
 
+def test_the_client_runs_the_modules_the_database_runs():
+    """One package for both sides: the client imports python_udfs/pgcite_udfs itself (not a copy), and the
+    DB-side venv's pgcite_udfs (make install) is the same files."""
+    import pgcite_udfs
+
+    here = Path(pgcite_udfs.__file__).resolve().parent
+    assert here == ROOT / "python_udfs" / "pgcite_udfs"
+    db_python = os.environ.get("PGCITE_DB_VENV", "/opt/pgcite/venv") + "/bin/python"
+    code = "import pgcite_udfs, pathlib; print(pathlib.Path(pgcite_udfs.__file__).resolve().parent)"
+    db_dir = Path(
+        subprocess.run([db_python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    )
+    assert db_dir != here
+    mine = sorted(p.relative_to(here) for p in here.rglob("*.py"))
+    assert mine == sorted(p.relative_to(db_dir) for p in db_dir.rglob("*.py"))
+    assert all((here / f).read_bytes() == (db_dir / f).read_bytes() for f in mine)
+
+
 def test_where_the_work_is_done():
     full = {"ingest": True, "embed": True, "store_parsed": True, "model": pgcite.local.local_model_name()}
     core = {**full, "ingest": False, "embed": False}
@@ -250,13 +269,24 @@ def test_a_typo_is_corrected_by_the_server_before_the_client_embeds(managed):
 
 
 def test_async_client_embeds_in_the_client_too(managed):
+    body = "# Night jobs\n\nThe night team vacuums the orders table at two o'clock. Then it rests.\n"
+
     async def run():
         async with await AsyncClient.connect(managed.dsn) as c:
             chunks = await c.retrieve(WRAP_Q, TENANT, k=3)
             answer = await c.ask(WRAP_Q, TENANT)
-            return chunks, answer
+            await c.create_tenant("async")
+            first = await c.ingest("async", "night.md", body)
+            again = await c.ingest("async", "night.md", body)
+            return chunks, answer, first, again
 
-    chunks, answer = asyncio.run(run())
+    chunks, answer, first, again = asyncio.run(run())
+    assert (first.status, first.chunks, again.status) == ("inserted", 1, "unchanged")
+    with managed.admin() as a:
+        n = a.execute(
+            "SELECT count(*) FROM rag.sentence JOIN rag.chunk USING (chunk_id) WHERE tenant = 'async'"
+        ).fetchone()[0]
+    assert n == 2  # two sentences, embedded in the client and stored
     with Client(managed.dsn) as c:
         sync_chunks = c.retrieve(WRAP_Q, TENANT, k=3)
     assert [r.chunk_id for r in chunks] == [r.chunk_id for r in sync_chunks]
