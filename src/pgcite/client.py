@@ -105,7 +105,7 @@ class _Plan:
     client only what the server cannot do)."""
 
     def __init__(self, caps: Row, client_side: bool | None) -> None:
-        self.caps = caps
+        self.caps = dict(caps)
         self.ingest_locally = client_side is True or (client_side is None and not caps["ingest"])
         self.embed_locally = client_side is True or (client_side is None and not caps["embed"])
         self.ingest_error: PgciteError | None = None
@@ -122,11 +122,15 @@ class _Plan:
             raise self.ingest_error
         return self.pipeline()
 
+    @property
+    def local(self) -> bool:
+        return self.ingest_locally or self.embed_locally
+
     def pipeline(self):
         """The local pipeline (PC003 without the local extra), checked against the server's model (55000)."""
         from .local import check_model, shared_pipeline
 
-        check_model(self.caps["model"])
+        check_model(self.caps.get("model"))
         return shared_pipeline()
 
 
@@ -260,10 +264,10 @@ class _Q:
         "SELECT to_regprocedure('rag.ingest(text,text,text,text,text,text,jsonb)') IS NOT NULL AS ingest,"
         " to_regprocedure('rag.embed(text)') IS NOT NULL AS embed,"
         " to_regprocedure('rag.store_parsed(text,text,text,text,jsonb,text,text,jsonb)') IS NOT NULL"
-        " AND to_regprocedure('rag.embedded_texts(text,bytea[])') IS NOT NULL AS store_parsed,"
-        " rag.model_name() AS model",
+        " AND to_regprocedure('rag.embedded_texts(text,bytea[])') IS NOT NULL AS store_parsed",
         None,
     )
+    MODEL = ("SELECT rag.model_name() AS model", None)
     EXTENSIONS = (
         "SELECT extname, extversion FROM pg_catalog.pg_extension WHERE extname = ANY(%s) ORDER BY extname",
         (list(PGCITE_EXTENSIONS),),
@@ -367,7 +371,10 @@ class Client:
     def plan(self) -> _Plan:
         """Where documents are parsed and questions embedded (asked of the server once per client)."""
         if self._plan_cache is None:
-            self._plan_cache = _Plan(_one(self._fetch(*_Q.CAPABILITIES), "capabilities"), self.client_side)
+            plan = _Plan(_one(self._fetch(*_Q.CAPABILITIES), "capabilities"), self.client_side)
+            if plan.local:  # the model the client must embed with (only asked when it will)
+                plan.caps["model"] = _one(self._fetch(*_Q.MODEL), "rag.model_name")["model"]
+            self._plan_cache = plan
         return self._plan_cache
 
     def check_client_side(self) -> bool:
@@ -639,9 +646,10 @@ class AsyncClient:
 
     async def plan(self) -> _Plan:
         if self._plan_cache is None:
-            self._plan_cache = _Plan(
-                _one(await self._fetch(*_Q.CAPABILITIES), "capabilities"), self.client_side
-            )
+            plan = _Plan(_one(await self._fetch(*_Q.CAPABILITIES), "capabilities"), self.client_side)
+            if plan.local:
+                plan.caps["model"] = _one(await self._fetch(*_Q.MODEL), "rag.model_name")["model"]
+            self._plan_cache = plan
         return self._plan_cache
 
     async def check_client_side(self) -> bool:
