@@ -1,6 +1,6 @@
 """Client-side ingest (pgcite.local + rag.store_parsed) vs rag.ingest, side by side in one run.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_client_side.py [--dsn DSN] [--rounds 1] [--keep]
+    PYTHONPATH=src .venv/bin/python bench/bench_client_side.py [--dsn DSN] [--rounds 1] [--eval] [--keep]
 
 The 33 files of the four manual chapters the question set is about (eval/pgdocs-corpus.txt), into fresh
 tenants of one database with pgcite_python (a private cluster under /var/tmp/pgcite-bench-client-side, or
@@ -11,6 +11,8 @@ tenant's unchanged files again. Prints seconds, chunks/s, the client's split int
 the rest (the hash check, sending and storing), the embedding backend and whether torch was imported in
 this process. Both sides embed with one thread (the setting torch_threads, PGCITE_EMBED_THREADS).
 PGCITE_EMBED_BACKEND=torch measures the client's sentence-transformers fallback instead of the ONNX export.
+--eval then runs `pgcite eval eval/pgdocs-dev.jsonl` on the last round's tenants: the in-database one with
+questions embedded by the server, the client-side one with questions embedded by this client.
 """
 
 from __future__ import annotations
@@ -87,6 +89,34 @@ def client_side(dsn: str, tenant: str) -> dict:
     return out
 
 
+EVAL_KEYS = [
+    ("retrieval_hit_at_1", "retrieval hit@1"),
+    ("retrieval_hit_at_3", "retrieval hit@3"),
+    ("hit_at_1", "citation hit@1"),
+    ("answer_contains", "answer_contains"),
+    ("false_abstain", "false abstain"),
+    ("false_answer", "false answer"),
+    ("quotes_verified", "quotes verified"),
+]
+
+
+def evaluate(dsn: str, tenant: str, client_side: bool) -> dict:
+    """`pgcite eval eval/pgdocs-dev.jsonl --json` (every split, the default gate): questions embedded by the
+    server (rag.embed) or by this client (--client-side)."""
+    import contextlib
+    import io
+
+    from pgcite.cli import main as cli
+
+    out = io.StringIO()
+    argv = ["eval", str(ROOT / "eval" / "pgdocs-dev.jsonl"), "--tenant", tenant, "--dsn", dsn, "--json"]
+    with contextlib.redirect_stderr(io.StringIO()):
+        rc = cli([*argv, "--no-progress", *(["--client-side"] if client_side else [])], out=out)
+    if rc != 0:
+        raise SystemExit(f"bench_client_side: pgcite eval exited {rc}")
+    return json.loads(out.getvalue())
+
+
 def line(name: str, r: dict) -> str:
     rate = r["chunks"] / r["seconds"] if r["chunks"] else 0.0
     extra = ""
@@ -104,6 +134,7 @@ def main() -> int:
     ap.add_argument("--dsn", help="a database with pgcite_python (default: a private cluster)")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the private cluster running afterwards")
+    ap.add_argument("--eval", action="store_true", help="then pgcite eval the dev set on both tenants")
     args = ap.parse_args()
     cluster = None
     dsn = args.dsn
@@ -121,6 +152,7 @@ def main() -> int:
             got = {}
             for side in order:
                 tenant = f"bench_{side}_{tag}"
+                got[side + "_tenant"] = tenant
                 got[side] = (in_database if side == "db" else client_side)(dsn, tenant)
                 got[side + "_again"] = (in_database if side == "db" else client_side)(dsn, tenant)
             results.append(got)
@@ -129,6 +161,23 @@ def main() -> int:
             print(line("client-side + rag.store_parsed", got["client"]))
             print(line("rag.ingest, unchanged again", got["db_again"]))
             print(line("client-side, unchanged again", got["client_again"]))
+        if args.eval:
+            last = results[-1]
+            runs = [
+                ("rag.ingest, questions by rag.embed", "db", False),
+                ("client-side ingest, questions by the client", "client", True),
+            ]
+            print(
+                f"{'pgcite eval eval/pgdocs-dev.jsonl':46}"
+                + "".join(f"{label:>17}" for _, label in EVAL_KEYS)
+            )
+            for name, side, local in runs:
+                figures = evaluate(dsn, last[side + "_tenant"], local)
+                cells = "".join(
+                    f"{figures[k]:>17.3f}" if isinstance(figures[k], float) else f"{figures[k]:>17}"
+                    for k, _ in EVAL_KEYS
+                )
+                print(f"{name:46}{cells}")
         print(f"torch imported in this process: {'torch' in sys.modules}")
         print(json.dumps(results, default=str))
     finally:
