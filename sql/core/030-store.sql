@@ -224,8 +224,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     body_hash bytea;
-    rows_in rag.chunk_input [];
-    sentences_in rag.sentence_input [];
+    inputs record;
 BEGIN
     PERFORM rag._authorize(p_caller, p_tenant, 'write');
     IF p_items IS NULL OR pg_catalog.jsonb_typeof(p_items) <> 'array'
@@ -242,30 +241,9 @@ BEGIN
         FROM rag.document AS d WHERE d.tenant = p_tenant AND d.doc_key = p_key AND d.retired_at IS NULL;
         RETURN;
     END IF;
-    BEGIN
-        SELECT pg_catalog.array_agg(ROW(
-            e ->> 'anchor', e ->> 'section_path', coalesce(e ->> 'title', ''), e ->> 'content',
-            coalesce((e ->> 'token_count')::integer, 0), (e -> 'embedding')::text::public.vector(384)
-        )::rag.chunk_input ORDER BY o)
-        INTO rows_in
-        FROM pg_catalog.jsonb_array_elements(p_items) WITH ORDINALITY AS x (e, o);
-        SELECT pg_catalog.array_agg(ROW(
-            x.o::integer, (s ->> 'start')::integer, (s ->> 'end')::integer,
-            (s -> 'embedding')::text::public.vector(384)
-        )::rag.sentence_input)
-        INTO sentences_in
-        FROM pg_catalog.jsonb_array_elements(p_items) WITH ORDINALITY AS x (e, o),
-            pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(x.e -> 'sentences') = 'array'
-                THEN x.e -> 'sentences' ELSE '[]' END) AS s;
-    EXCEPTION WHEN data_exception THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'a chunk''s or sentence''s embedding is not a vector of 384 numbers, or an offset is not an '
-                'integer',
-            DETAIL = SQLERRM;
-    END;
+    SELECT * INTO inputs FROM rag._item_inputs(p_items);
     RETURN QUERY SELECT * FROM rag._store_version(p_caller, p_tenant, p_key, body_hash, 'chunks', p_title,
-        p_source_url, p_metadata, 0, rag.model_name(), rows_in, sentences_in);
+        p_source_url, p_metadata, 0, rag.model_name(), inputs.chunks, inputs.sentences);
 END
 $fn$;
 COMMENT ON FUNCTION rag._store_document(name, text, text, jsonb, text, text, jsonb) IS

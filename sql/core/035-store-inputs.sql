@@ -107,3 +107,38 @@ END
 $fn$;
 COMMENT ON FUNCTION rag._check_sentences(rag.chunk_input[], rag.sentence_input[]) IS
 'Internal: 22023 unless every sentence lies in its chunk''s content, in order, with a non-zero embedding.';
+
+-- Chunks and sentences of a JSON array of items (rag.store_document, rag.store_parsed), as the arrays
+-- rag._store_version takes: 22023 when an embedding is not a vector of 384 numbers or an offset no integer.
+CREATE OR REPLACE FUNCTION rag._item_inputs(
+    p_items jsonb, OUT chunks rag.chunk_input[], OUT sentences rag.sentence_input[]
+)
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    SELECT pg_catalog.array_agg(ROW(
+        e ->> 'anchor', e ->> 'section_path', coalesce(e ->> 'title', ''), e ->> 'content',
+        coalesce((e ->> 'token_count')::integer, 0), (e -> 'embedding')::text::public.vector(384)
+    )::rag.chunk_input ORDER BY o)
+    INTO chunks
+    FROM pg_catalog.jsonb_array_elements(p_items) WITH ORDINALITY AS x (e, o);
+    SELECT pg_catalog.array_agg(ROW(
+        x.o::integer, (s ->> 'start')::integer, (s ->> 'end')::integer,
+        (s -> 'embedding')::text::public.vector(384)
+    )::rag.sentence_input)
+    INTO sentences
+    FROM pg_catalog.jsonb_array_elements(p_items) WITH ORDINALITY AS x (e, o),
+        pg_catalog.jsonb_array_elements(CASE WHEN pg_catalog.jsonb_typeof(x.e -> 'sentences') = 'array'
+            THEN x.e -> 'sentences' ELSE '[]' END) AS s;
+EXCEPTION WHEN data_exception THEN
+    RAISE EXCEPTION USING
+        ERRCODE = 'invalid_parameter_value',
+        MESSAGE = 'a chunk''s or sentence''s embedding is not a vector of 384 numbers, or an offset is not an '
+            'integer',
+        DETAIL = SQLERRM;
+END
+$fn$;
+COMMENT ON FUNCTION rag._item_inputs(jsonb) IS
+'Internal: a JSON array of chunk items (with optional sentences) as rag.chunk_input[] and rag.sentence_input[].';

@@ -83,7 +83,10 @@ BEGIN
 
     FOR q IN SELECT e FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e LOOP
         i := i + 1;
-        p := rag._prepare_question(q ->> 'question', _calibrate.tenant, 5, NULL, params);
+        -- a question's embedding, when the caller embedded it (a client without pgcite_python in the server)
+        p := rag._prepare_question(q ->> 'question', _calibrate.tenant, 5,
+            CASE WHEN pg_catalog.jsonb_typeof(q -> 'query_embedding') = 'array'
+                THEN (q -> 'query_embedding')::text::public.vector END, params);
         SELECT * INTO r FROM rag._answer(q ->> 'question', p.corrected, _calibrate.tenant, 5, p.qemb, '{}', params);
         rows_so_far := rows_so_far || pg_catalog.jsonb_build_object(
             'ord', i, 'id', coalesce(q ->> 'id', i::text), 'kind', q ->> 'kind',
@@ -182,7 +185,8 @@ AS $fn$
     SELECT * FROM rag._calibrate(current_user, calibrate.tenant, calibrate.questions, calibrate.false_answer_cost)
 $fn$;
 COMMENT ON FUNCTION rag.calibrate(text, jsonb, float8) IS
-'Runs labelled questions [{id, question, expect, kind}] against a tenant, chooses its gate threshold '
+'Runs labelled questions [{id, question, expect, kind, query_embedding (optional: 384 numbers, else embedded '
+'in-database)}] against a tenant, chooses its gate threshold '
 '(midpoint of the gap between answerable and out_of_corpus scores, or the lowest cost when they overlap, a wrong '
 'answer costing false_answer_cost wrong abstentions), '
 'stores it in rag.tenant.gate with the ids used, and returns the table it decided from. Needs pgcite_admin.';

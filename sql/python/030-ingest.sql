@@ -18,18 +18,12 @@ DECLARE
     sentences rag.sentence_input [];
     v_model text := rag.model_name();
 BEGIN
-    PERFORM rag._authorize(current_user, p_tenant, 'write');
-    PERFORM rag._check_document(p_key, ingest.body);
-    IF fmt NOT IN ('auto', 'html', 'markdown', 'text') THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'invalid_parameter_value',
-            MESSAGE = pg_catalog.format('unknown format "%s"', ingest.format),
-            HINT = 'Use auto, html, markdown or text.';
-    END IF;
+    PERFORM rag._check_ingest(current_user, p_tenant, p_key, ingest.body, ingest.format);
     -- The chunker's version is part of the hash: after an upgrade that changes chunking, the same body is
     -- re-chunked (a new version; unchanged chunk texts keep their embeddings) rather than "unchanged".
-    doc_hash := rag._document_hash(ingest.body, fmt || ';chunker=' || rag._chunker_version(), ingest.title,
-        ingest.source_url, ingest.metadata);
+    -- rag.store_parsed (a client that parsed it) hashes a body the same way.
+    doc_hash := rag._ingest_hash(ingest.body, fmt, rag._chunker_version(), ingest.title, ingest.source_url,
+        ingest.metadata);
     IF rag._lock_document(current_user, p_tenant, p_key, doc_hash) THEN
         RETURN QUERY SELECT d.doc_key, d.version, 'unchanged'::text, d.chunk_count, d.empty_sections
         FROM rag.document AS d WHERE d.tenant = p_tenant AND d.doc_key = p_key AND d.retired_at IS NULL;

@@ -3,7 +3,8 @@
 Exit codes: 0 success (and an answered question); 3 an abstention (`ask`); 1 a check that did not pass
 (`status` cannot reach the database, `ingest` with failed files, `replay` not identical, `verify-log` broken);
 2 an error (printed as `error [SQLSTATE]: message` plus `hint:` on stderr), including every refusal of
-`install` and `uninstall` (which then changed nothing).
+`install` and `uninstall` (which then changed nothing), and parsing or embedding in the client without its
+local extra (PC003) or with another model than the database's (55000), refused before anything is read.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def print_answer(answer: Answer, out: TextIO) -> None:
 
 # ---------------------------------------------------------------------- commands
 def _client(args: argparse.Namespace) -> Client:
-    return Client(args.dsn)
+    # --client-side: parse and embed in this process; else only what the server cannot (no pgcite_python)
+    return Client(args.dsn, client_side=True if getattr(args, "client_side", False) else None)
 
 
 def cmd_up(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -535,6 +537,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pgcite {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    def client_side(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument(
+            "--client-side",
+            action="store_true",
+            help=f"{what} with the database's chunker and model (the local extra; the default where the "
+            "database has no pgcite_python)",
+        )
+
     def command(name: str, func, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help, description=help)
         p.set_defaults(func=func)
@@ -585,6 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--verbose", "-v", action="store_true", help="also list every document")
     p.add_argument("--no-progress", action="store_true")
+    client_side(p, "parse, chunk and embed in this process")
 
     p = command("ask", cmd_ask, "answer a question with verified citations, or abstain (exit 3)")
     p.add_argument("question")
@@ -598,6 +609,7 @@ def build_parser() -> argparse.ArgumentParser:
         "abstains)",
     )
     p.add_argument("--json", action="store_true")
+    client_side(p, "embed the question in this process")
 
     p = command(
         "explain", cmd_explain, "every retrieval candidate with its per-leg ranks and why it was dropped"
@@ -628,12 +640,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--no-progress", action="store_true")
+    client_side(p, "embed the questions in this process")
 
     p = command("calibrate", cmd_calibrate, "set the tenant's gate thresholds from a question set")
     p.add_argument("questions", metavar="QUESTIONS.jsonl")
     p.add_argument("--tenant", required=True)
     p.add_argument("--split", choices=("calibration", "test", "all"), default="calibration")
     p.add_argument("--json", action="store_true")
+    client_side(p, "embed the questions in this process")
     return parser
 
 

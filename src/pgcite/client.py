@@ -11,6 +11,7 @@ runs under a savepoint so that a failed call does not abort the owner's transact
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import os
@@ -23,7 +24,7 @@ from pgvector import Vector
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from .errors import ConnectionFailed, PgciteError, translate
+from .errors import ConnectionFailed, InvalidParameter, NotReady, PgciteError, translate
 from .types import Answer, IngestResult, LogVerification, ReplayResult, RetrievedChunk
 
 Params = Sequence[Any] | Mapping[str, Any] | None
@@ -81,6 +82,58 @@ def _embedding_param(value: EmbeddingLike | None, registered: bool) -> Any:
     return vec.to_text()  # no adapter (vector type not found at connect): let the cast parse the text
 
 
+CLIENT_SIDE_CHOICES = (None, True, False)
+
+
+def _check_client_side(value: Any) -> bool | None:
+    if value not in CLIENT_SIDE_CHOICES or not (value is None or isinstance(value, bool)):
+        raise InvalidParameter(
+            f"client_side must be None (where the server cannot), True or False, not {value!r}",
+            sqlstate="22023",
+        )
+    return value
+
+
+def _blank(question: str | None) -> bool:
+    """rag._check_question's empty question: nothing to embed (rag.ask abstains with empty_question)."""
+    return question is None or not question.strip(" \t\n\r\f\v")
+
+
+class _Plan:
+    """Where a client parses and embeds: in the server (rag.ingest, rag.embed) or in this process
+    (pgcite.local), from what the server has (_Q.CAPABILITIES) and the client's `client_side` (None: in the
+    client only what the server cannot do)."""
+
+    def __init__(self, caps: Row, client_side: bool | None) -> None:
+        self.caps = dict(caps)
+        self.ingest_locally = client_side is True or (client_side is None and not caps["ingest"])
+        self.embed_locally = client_side is True or (client_side is None and not caps["embed"])
+        self.ingest_error: PgciteError | None = None
+        if self.ingest_locally and not caps["store_parsed"]:
+            self.ingest_error = NotReady(
+                "this database's pgcite has no rag.store_parsed (older than 0.5.0): the client cannot store "
+                "the documents it parses",
+                sqlstate="55000",
+                hint="Upgrade pgcite in the database: pgcite install, or ALTER EXTENSION pgcite UPDATE.",
+            )
+
+    def ingest_pipeline(self):
+        if self.ingest_error is not None:
+            raise self.ingest_error
+        return self.pipeline()
+
+    @property
+    def local(self) -> bool:
+        return self.ingest_locally or self.embed_locally
+
+    def pipeline(self):
+        """The local pipeline (PC003 without the local extra), checked against the server's model (55000)."""
+        from .local import check_model, shared_pipeline
+
+        check_model(self.caps.get("model"))
+        return shared_pipeline()
+
+
 class _Q:
     """The SQL of every call, shared by Client and AsyncClient: (sql, params)."""
 
@@ -112,6 +165,46 @@ class _Q:
             "SELECT * FROM rag.ingest(%s, %s, %s, %s, %s, %s, %s::jsonb)",
             (tenant, doc_key, body, format, title, source_url, Jsonb(dict(metadata or {}))),
         )
+
+    @staticmethod
+    def document_unchanged(
+        tenant: str,
+        doc_key: str,
+        body: str,
+        format: str,
+        chunker_version: int,
+        title: str | None,
+        source_url: str | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> tuple[str, Params]:
+        return (
+            "SELECT * FROM rag.document_unchanged(%s, %s, %s, %s, %s, %s, %s, %s::jsonb)",
+            (tenant, doc_key, body, format, chunker_version, title, source_url, Jsonb(dict(metadata or {}))),
+        )
+
+    @staticmethod
+    def store_parsed(
+        tenant: str,
+        doc_key: str,
+        body: str,
+        format: str,
+        parsed: Mapping[str, Any],
+        title: str | None,
+        source_url: str | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> tuple[str, Params]:
+        return (
+            "SELECT * FROM rag.store_parsed(%s, %s, %s, %s, %s::jsonb, %s, %s, %s::jsonb)",
+            (tenant, doc_key, body, format, Jsonb(parsed), title, source_url, Jsonb(dict(metadata or {}))),
+        )
+
+    @staticmethod
+    def embedded_texts(tenant: str, hashes: Sequence[bytes]) -> tuple[str, Params]:
+        return "SELECT content_hash FROM rag.embedded_texts(%s, %s::bytea[])", (tenant, list(hashes))
+
+    @staticmethod
+    def correct_question(question: str, tenant: str) -> tuple[str, Params]:
+        return "SELECT rag.correct_question(%s, %s) AS corrected", (question, tenant)
 
     @staticmethod
     def delete_document(tenant: str, doc_key: str) -> tuple[str, Params]:
@@ -166,6 +259,15 @@ class _Q:
     def tenant_gate(tenant: str) -> tuple[str, Params]:
         return "SELECT gate FROM rag.tenant WHERE tenant = %s", (tenant,)
 
+    # what the server does itself: parse and embed documents (rag.ingest), embed questions (rag.embed)
+    CAPABILITIES = (
+        "SELECT to_regprocedure('rag.ingest(text,text,text,text,text,text,jsonb)') IS NOT NULL AS ingest,"
+        " to_regprocedure('rag.embed(text)') IS NOT NULL AS embed,"
+        " to_regprocedure('rag.store_parsed(text,text,text,text,jsonb,text,text,jsonb)') IS NOT NULL"
+        " AND to_regprocedure('rag.embedded_texts(text,bytea[])') IS NOT NULL AS store_parsed",
+        None,
+    )
+    MODEL = ("SELECT rag.model_name() AS model", None)
     EXTENSIONS = (
         "SELECT extname, extversion FROM pg_catalog.pg_extension WHERE extname = ANY(%s) ORDER BY extname",
         (list(PGCITE_EXTENSIONS),),
@@ -239,7 +341,10 @@ class Client:
         *,
         connection: psycopg.Connection | None = None,
         connect_timeout: int = 10,
+        client_side: bool | None = None,
     ) -> None:
+        self.client_side = _check_client_side(client_side)
+        self._plan_cache: _Plan | None = None
         if connection is not None:
             self._conn = connection
             self._owns = False
@@ -259,9 +364,26 @@ class Client:
         self._vector = self._register_vector()
 
     @classmethod
-    def from_connection(cls, connection: psycopg.Connection) -> Client:
+    def from_connection(cls, connection: psycopg.Connection, *, client_side: bool | None = None) -> Client:
         """A client on a connection you own (and commit, roll back and close yourself)."""
-        return cls(connection=connection)
+        return cls(connection=connection, client_side=client_side)
+
+    def plan(self) -> _Plan:
+        """Where documents are parsed and questions embedded (asked of the server once per client)."""
+        if self._plan_cache is None:
+            plan = _Plan(_one(self._fetch(*_Q.CAPABILITIES), "capabilities"), self.client_side)
+            if plan.local:  # the model the client must embed with (only asked when it will)
+                plan.caps["model"] = _one(self._fetch(*_Q.MODEL), "rag.model_name")["model"]
+            self._plan_cache = plan
+        return self._plan_cache
+
+    def check_client_side(self) -> bool:
+        """True when ingest parses and embeds in this client; then PC003 without the local extra, 55000 when
+        the models differ or the server cannot store parsed documents, before any document is read."""
+        plan = self.plan()
+        if plan.ingest_locally:
+            plan.ingest_pipeline()
+        return plan.ingest_locally
 
     def _register_vector(self) -> bool:
         from pgvector.psycopg import register_vector
@@ -359,9 +481,28 @@ class Client:
         source_url: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> IngestResult:
-        """Parses, chunks, embeds and stores one document in one transaction (inserted|updated|unchanged)."""
-        sql, params = _Q.ingest(tenant, doc_key, body, format, title, source_url, metadata)
-        return IngestResult.from_row(_one(self._fetch(sql, params), "rag.ingest"))
+        """Parses, chunks, embeds and stores one document in one transaction (inserted, updated, unchanged,
+        empty): rag.ingest in the server, or (client_side, or a server without pgcite_python) the same
+        chunker and model in this process, then rag.store_parsed. An unchanged document is found before it
+        is parsed."""
+        plan = self.plan()
+        if not plan.ingest_locally:
+            sql, params = _Q.ingest(tenant, doc_key, body, format, title, source_url, metadata)
+            return IngestResult.from_row(_one(self._fetch(sql, params), "rag.ingest"))
+        pipeline = plan.ingest_pipeline()
+        args = (tenant, doc_key, body, format)
+        rows = self._fetch(
+            *_Q.document_unchanged(*args, pipeline.chunker_version, title, source_url, metadata)
+        )
+        if rows:
+            return IngestResult.from_row(rows[0])
+        result = pipeline.parse(body, format)
+        hashes = pipeline.text_hashes(result)
+        rows = self._fetch(*_Q.embedded_texts(tenant, hashes)) if hashes else []
+        stored = {bytes(r["content_hash"]) for r in rows}
+        parsed = pipeline.embed_parsed(result, stored)
+        rows = self._fetch(*_Q.store_parsed(*args, parsed, title, source_url, metadata))
+        return IngestResult.from_row(_one(rows, "rag.store_parsed"))
 
     def delete_document(self, tenant: str, doc_key: str) -> bool:
         """Retires the current version of a document; False if there was none."""
@@ -372,8 +513,22 @@ class Client:
         self, question: str, tenant: str, k: int = 8, query_embedding: EmbeddingLike | None = None
     ) -> list[RetrievedChunk]:
         """The k best chunks for a question, best first."""
-        qemb = _embedding_param(query_embedding, self._vector)
+        qemb = self._query_embedding(question, tenant, query_embedding)
         return [RetrievedChunk.from_row(r) for r in self._fetch(*_Q.retrieve(question, tenant, k, qemb))]
+
+    def embed_question(self, question: str, tenant: str) -> list[float]:
+        """The question's embedding as rag.ask computes it, in this client: the spelling-corrected question
+        (rag.correct_question) if a word was corrected, else the question, embedded by the local model."""
+        from .local import question_text
+
+        pipeline = self.plan().pipeline()
+        corrected = _one(self._fetch(*_Q.correct_question(question, tenant)), "rag.correct_question")
+        return pipeline.embed([question_text(question, corrected["corrected"])])[0].tolist()
+
+    def _query_embedding(self, question: str, tenant: str, query_embedding: EmbeddingLike | None) -> Any:
+        if query_embedding is None and not _blank(question) and self.plan().embed_locally:
+            query_embedding = self.embed_question(question, tenant)
+        return _embedding_param(query_embedding, self._vector)
 
     def ask(
         self,
@@ -393,8 +548,9 @@ class Client:
         response_format} and returns the model's reply (text or a CitedAnswer dict), and rag.answer holds it
         to the same proof as a configured generator: one retry with the errors (generate is called again),
         then answered or abstained. An exception from `generate` is recorded as generator_unavailable.
-        `generator_name` is logged."""
-        qemb = _embedding_param(query_embedding, self._vector)
+        `generator_name` is logged. Without query_embedding, the question is embedded by the server, or in
+        this client when the server cannot (no pgcite_python) or client_side is set."""
+        qemb = self._query_embedding(question, tenant, query_embedding)
         if generate is None:
             return Answer.from_row(_one(self._fetch(*_Q.ask(question, tenant, k, qemb, options)), "rag.ask"))
         ctx = _one(self._fetch(*_Q.context(question, tenant, k, qemb, options)), "rag.context")
@@ -417,7 +573,15 @@ class Client:
         return self._fetch(*_Q.explain(question, tenant, k))
 
     def calibrate(self, tenant: str, questions: Sequence[Mapping[str, Any]]) -> list[Row]:
-        """rag.calibrate's decision table; questions: [{id, question, expect, kind}]."""
+        """rag.calibrate's decision table; questions: [{id, question, expect, kind}] (embedded in this client,
+        as ask does, where the server cannot embed or client_side is set)."""
+        if self.plan().embed_locally:
+            questions = [
+                q
+                if _blank(q.get("question")) or "query_embedding" in q
+                else {**q, "query_embedding": self.embed_question(q["question"], tenant)}
+                for q in questions
+            ]
         return self._fetch(*_Q.calibrate(tenant, questions))
 
     # ------------------------------------------------------------------ audit
@@ -443,15 +607,23 @@ class AsyncClient:
     ...     a = await c.ask("How do I prevent transaction ID wraparound?", tenant="docs")
     """
 
-    def __init__(self, connection: psycopg.AsyncConnection, *, owns: bool = False) -> None:
+    def __init__(
+        self, connection: psycopg.AsyncConnection, *, owns: bool = False, client_side: bool | None = None
+    ) -> None:
         self._conn = connection
         self._owns = owns
         self._vector = False
         self.dsn: str | None = None
+        self.client_side = _check_client_side(client_side)
+        self._plan_cache: _Plan | None = None
 
     @classmethod
-    async def connect(cls, dsn: str | None = None, *, connect_timeout: int = 10) -> AsyncClient:
-        """Opens an autocommit connection (dsn, else DATABASE_URL, else the embedded cluster)."""
+    async def connect(
+        cls, dsn: str | None = None, *, connect_timeout: int = 10, client_side: bool | None = None
+    ) -> AsyncClient:
+        """Opens an autocommit connection (dsn, else DATABASE_URL, else the embedded cluster); client_side as
+        for Client (the local model runs in a worker thread)."""
+        _check_client_side(client_side)
         resolved = resolve_dsn(dsn)
         try:
             conn = await psycopg.AsyncConnection.connect(
@@ -459,16 +631,47 @@ class AsyncClient:
             )
         except psycopg.Error as exc:
             raise translate(exc) from exc
-        client = cls(conn, owns=True)
+        client = cls(conn, owns=True, client_side=client_side)
         client.dsn = resolved
         await client._register_vector()
         return client
 
     @classmethod
-    async def from_connection(cls, connection: psycopg.AsyncConnection) -> AsyncClient:
-        client = cls(connection, owns=False)
+    async def from_connection(
+        cls, connection: psycopg.AsyncConnection, *, client_side: bool | None = None
+    ) -> AsyncClient:
+        client = cls(connection, owns=False, client_side=client_side)
         await client._register_vector()
         return client
+
+    async def plan(self) -> _Plan:
+        if self._plan_cache is None:
+            plan = _Plan(_one(await self._fetch(*_Q.CAPABILITIES), "capabilities"), self.client_side)
+            if plan.local:
+                plan.caps["model"] = _one(await self._fetch(*_Q.MODEL), "rag.model_name")["model"]
+            self._plan_cache = plan
+        return self._plan_cache
+
+    async def check_client_side(self) -> bool:
+        plan = await self.plan()
+        if plan.ingest_locally:
+            await asyncio.to_thread(plan.ingest_pipeline)
+        return plan.ingest_locally
+
+    async def embed_question(self, question: str, tenant: str) -> list[float]:
+        from .local import question_text
+
+        pipeline = await asyncio.to_thread((await self.plan()).pipeline)
+        corrected = _one(await self._fetch(*_Q.correct_question(question, tenant)), "rag.correct_question")
+        text = question_text(question, corrected["corrected"])
+        return (await asyncio.to_thread(pipeline.embed, [text]))[0].tolist()
+
+    async def _query_embedding(
+        self, question: str, tenant: str, query_embedding: EmbeddingLike | None
+    ) -> Any:
+        if query_embedding is None and not _blank(question) and (await self.plan()).embed_locally:
+            query_embedding = await self.embed_question(question, tenant)
+        return _embedding_param(query_embedding, self._vector)
 
     async def _register_vector(self) -> None:
         from pgvector.psycopg import register_vector_async
@@ -552,8 +755,24 @@ class AsyncClient:
         source_url: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> IngestResult:
-        sql, params = _Q.ingest(tenant, doc_key, body, format, title, source_url, metadata)
-        return IngestResult.from_row(_one(await self._fetch(sql, params), "rag.ingest"))
+        plan = await self.plan()
+        if not plan.ingest_locally:
+            sql, params = _Q.ingest(tenant, doc_key, body, format, title, source_url, metadata)
+            return IngestResult.from_row(_one(await self._fetch(sql, params), "rag.ingest"))
+        pipeline = await asyncio.to_thread(plan.ingest_pipeline)
+        args = (tenant, doc_key, body, format)
+        rows = await self._fetch(
+            *_Q.document_unchanged(*args, pipeline.chunker_version, title, source_url, metadata)
+        )
+        if rows:
+            return IngestResult.from_row(rows[0])
+        result = await asyncio.to_thread(pipeline.parse, body, format)
+        hashes = pipeline.text_hashes(result)
+        rows = await self._fetch(*_Q.embedded_texts(tenant, hashes)) if hashes else []
+        stored = {bytes(r["content_hash"]) for r in rows}
+        parsed = await asyncio.to_thread(pipeline.embed_parsed, result, stored)
+        rows = await self._fetch(*_Q.store_parsed(*args, parsed, title, source_url, metadata))
+        return IngestResult.from_row(_one(rows, "rag.store_parsed"))
 
     async def delete_document(self, tenant: str, doc_key: str) -> bool:
         rows = await self._fetch(*_Q.delete_document(tenant, doc_key))
@@ -562,7 +781,7 @@ class AsyncClient:
     async def retrieve(
         self, question: str, tenant: str, k: int = 8, query_embedding: EmbeddingLike | None = None
     ) -> list[RetrievedChunk]:
-        qemb = _embedding_param(query_embedding, self._vector)
+        qemb = await self._query_embedding(question, tenant, query_embedding)
         return [
             RetrievedChunk.from_row(r) for r in await self._fetch(*_Q.retrieve(question, tenant, k, qemb))
         ]
@@ -579,7 +798,7 @@ class AsyncClient:
         generator_name: str | None = None,
     ) -> Answer:
         """Client.ask; `generate` may be a coroutine function."""
-        qemb = _embedding_param(query_embedding, self._vector)
+        qemb = await self._query_embedding(question, tenant, query_embedding)
         if generate is None:
             return Answer.from_row(
                 _one(await self._fetch(*_Q.ask(question, tenant, k, qemb, options)), "rag.ask")
@@ -606,6 +825,13 @@ class AsyncClient:
         return await self._fetch(*_Q.explain(question, tenant, k))
 
     async def calibrate(self, tenant: str, questions: Sequence[Mapping[str, Any]]) -> list[Row]:
+        if (await self.plan()).embed_locally:
+            embedded = []
+            for q in questions:
+                if not (_blank(q.get("question")) or "query_embedding" in q):
+                    q = {**q, "query_embedding": await self.embed_question(q["question"], tenant)}
+                embedded.append(q)
+            questions = embedded
         return await self._fetch(*_Q.calibrate(tenant, questions))
 
     async def replay(self, ask_id: int) -> ReplayResult:

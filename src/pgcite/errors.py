@@ -66,6 +66,13 @@ class ModelUnavailable(PgciteError):
     """PC002: the embedding model cannot be loaded inside PostgreSQL."""
 
 
+class LocalModelUnavailable(PgciteError):
+    """PC003: the client cannot parse or embed itself: its `local` extra (or the model) is missing."""
+
+    def __init__(self, message: str, *, sqlstate: str | None = "PC003", **kw: str | None) -> None:
+        super().__init__(message, sqlstate=sqlstate, **kw)
+
+
 class Canceled(PgciteError):
     """57014: the statement was cancelled (statement_timeout, pg_cancel_backend) while pgcite worked."""
 
@@ -116,7 +123,8 @@ ERROR_CODES: dict[str, ErrorCode] = {
     "55000": ErrorCode(
         "object_not_in_prerequisite_state",
         NotReady,
-        "no pgcite_python and no query_embedding given, or the tenant is embedded with another model",
+        "no pgcite_python and no query_embedding given, the tenant is embedded with another model, or the "
+        "client embeds with another model than the database's",
     ),
     "57014": ErrorCode(
         "query_canceled", Canceled, "cancelled by statement_timeout or pg_cancel_backend while pgcite worked"
@@ -130,6 +138,12 @@ ERROR_CODES: dict[str, ErrorCode] = {
         "pgcite_model_unavailable",
         ModelUnavailable,
         "the embedding model cannot be loaded inside PostgreSQL",
+    ),
+    "PC003": ErrorCode(
+        "pgcite_local_model_unavailable",
+        LocalModelUnavailable,
+        "the client cannot parse or embed itself (client-side ingest, questions embedded in the client): "
+        "its `local` extra is not installed or the model cannot be loaded",
     ),
 }
 

@@ -1,5 +1,9 @@
 """Ingest files and directories: one rag.ingest call (one transaction) per document, streamed.
 
+Without pgcite_python in the database (or with Client(client_side=True)), each document is parsed, chunked and
+embedded in this process by the database's own chunker and model (pgcite.local) and stored with
+rag.store_parsed, in one transaction too.
+
 Paths are walked lazily and each file is read just before it is sent, so memory holds one document at a
 time. doc_key is the file's path relative to the root it was found under (the directory given, the
 directory part of a glob before its first wildcard, or the file's own directory), with "/" separators:
@@ -20,7 +24,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from .client import Client
-from .errors import ConnectionFailed, PgciteError
+from .errors import ConnectionFailed, LocalModelUnavailable, PgciteError
 from .types import IngestResult
 
 FORMATS = ("auto", "html", "markdown", "text")
@@ -198,8 +202,11 @@ def ingest_paths(
     format: auto (by extension) or html|markdown|text for every file. source_url_prefix + doc_key becomes the
     document's source_url. progress: True/False, or None for a bar only when stderr is a terminal.
     A connection failure stops the run (raised); any other error is recorded and the next file goes on.
+    Where the client parses and embeds (Client(client_side=True), or a server without pgcite_python), a
+    missing local extra (PC003) or a model other than the database's (55000) stops it before any file is read.
     """
     detect_format("x", format)  # validates the forced format before anything is read
+    client.check_client_side()
     paths = list(paths)
     total = sum(1 for _ in iter_sources(paths, root))  # paths only: cheap, and gives the bar a total
     summary = IngestSummary()
@@ -222,7 +229,7 @@ def ingest_paths(
                     tenant, source.doc_key, body, detect_format(source.path, format), source_url=url
                 )
                 del body
-            except ConnectionFailed:
+            except (ConnectionFailed, LocalModelUnavailable):
                 raise
             except PgciteError as exc:
                 error = exc
