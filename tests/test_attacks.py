@@ -337,6 +337,50 @@ def test_zero_or_malformed_query_embeddings_are_22023(pg, adb):
         assert fails(c, "SELECT * FROM rag.ask('capital', 'alpha', 5, %s::vector)", (nan,)) == "22000"
 
 
+def test_vectors_whose_cosine_is_nan_are_22023_and_store_nothing(pg, adb):
+    """Not all zeros, yet no direction for pgvector: it sums squares in single precision, so components of
+    1e30 overflow and 1e-40 vanish, and the cosine distance is NaN (sorted after every chunk, a NaN score)."""
+    before = snapshot(pg, adb)
+    good = [0.05] * 384
+    with connect(pg, adb, R["writer"]) as c:
+        model = c.execute("SELECT rag.model_name()").fetchone()[0]
+        for bad in ([1e30] * 384, [1e-40] * 384, [1e19] * 384):
+            content = "The gamma team vacuums at noon."
+            for emb, sent in ((bad, good), (good, bad)):
+                item = {
+                    "content": content,
+                    "embedding": emb,
+                    "sentences": [{"start": 0, "end": len(content), "embedding": sent}],
+                }
+                assert (
+                    fails(c, "SELECT * FROM rag.store_document('alpha', 'nan', %s)", (json.dumps([item]),))
+                    == "22023"
+                )
+                parsed = {
+                    "model": model,
+                    "format": "markdown",
+                    "chunker_version": 1,
+                    "title": None,
+                    "empty_sections": 0,
+                    "chunks": [item],
+                }
+                assert (
+                    fails(
+                        c,
+                        "SELECT * FROM rag.store_parsed('alpha', 'nan.md', %s, 'markdown', %s)",
+                        (content, json.dumps(parsed)),
+                    )
+                    == "22023"
+                )
+    with connect(pg, adb, R["reader"]) as c:
+        for bad in ("1e30", "1e-40"):
+            vec = "[" + ",".join([bad] * 384) + "]"
+            ask = "SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha', 5, %s::vector)"
+            assert fails(c, ask, (vec,)) == "22023"
+            assert fails(c, "SELECT * FROM rag.retrieve('vacuum', 'alpha', 5, %s::vector)", (vec,)) == "22023"
+    assert snapshot(pg, adb) == before
+
+
 # ---------------------------------------------------------------- 8. asks never wait on each other
 def test_an_open_transaction_holds_up_no_other_ask(pg, adb):
     with connect(pg, adb, R["reader"]) as a, connect(pg, adb, R["writer"]) as b:

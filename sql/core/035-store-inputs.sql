@@ -48,8 +48,24 @@ $fn$;
 COMMENT ON FUNCTION rag._reused_sentences(name, text, text, bytea[]) IS
 'Internal (SECURITY DEFINER: reads rag.sentence): the stored sentences of chunks with the given text hashes.';
 
--- The chunks a caller hands in must be complete and embedded: content, a 384-dimension embedding that is not
--- all zeros (its cosine distance to anything is NaN, which would sort it anywhere).
+-- A vector pgvector can measure: its cosine distance to itself is a number. NaN for all zeros, and for
+-- components whose single-precision squares vanish (1e-40) or overflow (1e30) although the norm (computed in
+-- double precision) is not zero. Such a vector's distance to anything is NaN.
+CREATE OR REPLACE FUNCTION rag._has_direction(p_vector public.vector)
+RETURNS boolean
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT (p_vector OPERATOR(public.<=>) p_vector) <> 'NaN'::float8
+$fn$;
+COMMENT ON FUNCTION rag._has_direction(public.vector) IS
+'Internal: true when pgvector can measure the vector (its cosine distance to itself is not NaN).';
+
+-- The chunks a caller hands in must be complete and embedded: content, a 384-dimension embedding with a
+-- direction. pgvector sums squares in single precision, so not only all zeros but components whose squares
+-- vanish (1e-40) or overflow (1e30) give a cosine distance of NaN, which sorts after every chunk: a vector
+-- whose distance to itself is NaN is refused (rag._has_direction).
 CREATE OR REPLACE FUNCTION rag._check_chunks(p_chunks rag.chunk_input[])
 RETURNS void
 LANGUAGE plpgsql
@@ -63,17 +79,20 @@ BEGIN
     FROM pg_catalog.unnest(p_chunks) WITH ORDINALITY AS c (anchor, section_path, title, content, token_count,
         embedding, o)
     WHERE c.embedding IS NULL OR coalesce(pg_catalog.btrim(c.content), '') = ''
-        OR public.vector_dims(c.embedding) <> 384 OR public.vector_norm(c.embedding) = 0;
+        OR public.vector_dims(c.embedding) <> 384 OR NOT rag._has_direction(c.embedding);
     IF bad IS NOT NULL THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = pg_catalog.format('chunk %s needs non-empty content and a non-zero embedding of 384 numbers',
-                bad);
+                bad),
+            HINT = 'Components must be finite, and the vector''s cosine distance to itself a number (not all '
+                'zeros, none so large or small that its square overflows or vanishes in single precision).';
     END IF;
 END
 $fn$;
 COMMENT ON FUNCTION rag._check_chunks(rag.chunk_input[]) IS
-'Internal: 22023 unless every chunk has content and a non-zero 384-dimension embedding.';
+'Internal: 22023 unless every chunk has content and a 384-dimension embedding with a direction '
+'(rag._has_direction).';
 
 -- Sentences handed in must lie inside their chunk's content, without overlapping, with non-zero embeddings.
 CREATE OR REPLACE FUNCTION rag._check_sentences(p_chunks rag.chunk_input[], p_sentences rag.sentence_input[])
@@ -94,7 +113,7 @@ BEGIN
     WHERE x.chunk_ord IS NULL OR x.chunk_ord NOT BETWEEN 1 AND coalesce(pg_catalog.cardinality(p_chunks), 0)
         OR x.start_pos IS NULL OR x.end_pos IS NULL OR x.start_pos < 0 OR x.end_pos <= x.start_pos
         OR x.end_pos > pg_catalog.length((p_chunks[x.chunk_ord]).content) OR x.start_pos < x.prev_end
-        OR x.embedding IS NULL OR public.vector_norm(x.embedding) = 0;
+        OR x.embedding IS NULL OR NOT rag._has_direction(x.embedding);
     IF bad IS NOT NULL OR EXISTS (
         SELECT FROM pg_catalog.unnest(p_sentences) AS s WHERE s.chunk_ord IS NULL OR s.embedding IS NULL) THEN
         RAISE EXCEPTION USING

@@ -46,8 +46,9 @@ BEGIN
                     public.vector_dims(query_embedding)),
                 HINT = 'Embed the question with all-MiniLM-L6-v2 (384 dimensions), or pass NULL.';
         END IF;
-        -- pgvector refuses NaN and infinity; an all-zero vector has no direction (its cosine distance is NaN)
-        IF public.vector_norm(query_embedding) = 0 OR public.vector_norm(query_embedding) = 'Infinity'::float8 THEN
+        -- pgvector refuses NaN and infinity; an all-zero vector has no direction (its cosine distance is NaN),
+        -- nor one whose squares vanish or overflow in single precision (rag._has_direction)
+        IF public.vector_norm(query_embedding) = 'Infinity'::float8 OR NOT rag._has_direction(query_embedding) THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'invalid_parameter_value',
                 MESSAGE = 'query_embedding must be a non-zero vector of finite numbers',
