@@ -381,6 +381,79 @@ def test_vectors_whose_cosine_is_nan_are_22023_and_store_nothing(pg, adb):
     assert snapshot(pg, adb) == before
 
 
+def test_items_that_reuse_stored_sentences_cannot_multiply_them(pg, adb):
+    """rag.store_parsed copies the stored embedding and sentences of a chunk text the tenant has into every
+    item of that text sent without an embedding: a few bytes of items. One stored chunk of 100 one-character
+    sentences and 20 bare copies of its text made 2,020 vectors from 2.5 kB (at scale, 9.5 kB held 510 MB for
+    9 s). A document may hold one chunk or sentence per 64 bytes of max_document_bytes, counted before
+    copying."""
+    content = "x" * 100
+    good = [0.05] * 384
+    with connect(pg, adb, R["writer"]) as c:
+        model = c.execute("SELECT rag.model_name()").fetchone()[0]
+
+        def parsed(chunks):
+            return json.dumps(
+                {
+                    "model": model,
+                    "format": "text",
+                    "chunker_version": 1,
+                    "title": None,
+                    "empty_sections": 0,
+                    "chunks": chunks,
+                }
+            )
+
+        seed = [
+            {
+                "content": content,
+                "embedding": good,
+                "sentences": [{"start": i, "end": i + 1, "embedding": good} for i in range(100)],
+            }
+        ]
+        sql = "SELECT status FROM rag.store_parsed('alpha', %s, %s, 'text', %s)"
+        assert c.execute(sql, ("seed.txt", "seed", parsed(seed))).fetchone() == ("inserted",)
+        # rag.ingest copies them too: the chunk text of a markdown section, stored with 70 short sentences
+        part = "The omega team vacuums at noon. Every day it does so. And then some more."
+        forged = [
+            {
+                "title": "Omega",
+                "content": part,
+                "embedding": good,
+                "sentences": [{"start": i, "end": i + 1, "embedding": good} for i in range(70)],
+            }
+        ]
+        c.execute("SELECT * FROM rag.store_document('alpha', 'omega-seed', %s)", (json.dumps(forged),))
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('max_document_bytes', '64000')")  # 1,000 chunks and sentences
+    try:
+        before = snapshot(pg, adb)
+        with connect(pg, adb, R["writer"]) as c:
+            copies = [{"content": content, "embedding": None} for _ in range(20)]
+            assert fails(c, sql, ("copies.txt", "copies", parsed(copies))) == "54000"
+            body = f"# Omega\n\n{part}\n\n" * 20  # 20 chunks of that text: 1,440 vectors
+            assert (
+                fails(c, "SELECT * FROM rag.ingest('alpha', 'omega.md', %s, 'markdown')", (body,)) == "54000"
+            )
+        assert snapshot(pg, adb) == before
+        with connect(pg, adb, R["writer"]) as c:
+            # nine copies (909 vectors) are within the limit, and get the stored sentences
+            assert c.execute(sql, ("copies.txt", "copies", parsed(copies[:9]))).fetchone() == ("inserted",)
+            assert c.execute("SELECT rag.delete_document('alpha', 'copies.txt')").fetchone() == (True,)
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('max_document_bytes', NULL)")
+        with connect(pg, adb, R["writer"]) as c:
+            c.execute("SELECT rag.delete_document('alpha', 'seed.txt')")
+            c.execute("SELECT rag.delete_document('alpha', 'omega-seed')")
+    with pg.admin(adb) as a:
+        n = a.execute(
+            "SELECT count(*) FROM rag.sentence AS s JOIN rag.chunk AS c USING (chunk_id)"
+            " WHERE c.tenant = 'alpha' AND c.doc_key = 'copies.txt'"
+        ).fetchone()[0]
+        assert n == 900
+
+
 # ---------------------------------------------------------------- 8. asks never wait on each other
 def test_an_open_transaction_holds_up_no_other_ask(pg, adb):
     with connect(pg, adb, R["reader"]) as a, connect(pg, adb, R["writer"]) as b:

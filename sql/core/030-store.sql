@@ -24,6 +24,31 @@ $fn$;
 COMMENT ON FUNCTION rag._check_bytes(text, bigint) IS
 'Internal: 54000 when a document of p_bytes bytes is over the setting max_document_bytes.';
 
+-- 54000 when a document would store more embeddings (chunks and sentences) than one per 64 bytes of the setting
+-- max_document_bytes (327,680 at its default). Stored embeddings are reused by text hash, so without this a
+-- short payload of many copies of a stored chunk text (with many one-character sentences) made one call copy,
+-- hold and store gigabytes of vectors.
+CREATE OR REPLACE FUNCTION rag._check_vectors(p_doc_key text, p_count bigint)
+RETURNS void
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    max_vectors bigint := (rag._setting('max_document_bytes', 20 * 1024 * 1024) / 64)::bigint;
+BEGIN
+    IF coalesce(p_count, 0) > max_vectors THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('document "%s" has %s chunks and sentences, over the limit of %s '
+                '(one per 64 bytes of max_document_bytes)', p_doc_key, p_count, max_vectors),
+            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
+    END IF;
+END
+$fn$;
+COMMENT ON FUNCTION rag._check_vectors(text, bigint) IS
+'Internal: 54000 when a document has more chunks plus sentences than max_document_bytes / 64.';
+
 CREATE OR REPLACE FUNCTION rag._check_document(p_doc_key text, p_body text)
 RETURNS void
 LANGUAGE plpgsql
@@ -152,6 +177,7 @@ BEGIN
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'the model must be the setting model, the hash a sha256, and counts not negative';
     END IF;
+    PERFORM rag._check_vectors(p_doc_key, n + coalesce(pg_catalog.cardinality(p_sentences), 0));
     PERFORM rag._check_chunks(p_chunks);
     PERFORM rag._check_sentences(p_chunks, p_sentences);
     PERFORM rag._lock_document(p_caller, p_tenant, p_doc_key, p_hash);

@@ -139,7 +139,8 @@ AS $fn$
 BEGIN
     SELECT pg_catalog.array_agg(ROW(
         e ->> 'anchor', e ->> 'section_path', coalesce(e ->> 'title', ''), e ->> 'content',
-        coalesce((e ->> 'token_count')::integer, 0), (e -> 'embedding')::text::public.vector(384)
+        coalesce((e ->> 'token_count')::integer, 0),
+        nullif(e -> 'embedding', 'null'::jsonb)::text::public.vector(384)
     )::rag.chunk_input ORDER BY o)
     INTO chunks
     FROM pg_catalog.jsonb_array_elements(p_items) WITH ORDINALITY AS x (e, o);

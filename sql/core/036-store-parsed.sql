@@ -88,47 +88,82 @@ COMMENT ON FUNCTION rag.embedded_texts(text, bytea[]) IS
 'rag.store_parsed, which copies the stored ones, as rag.ingest reuses them.';
 
 -- Chunks whose embedding a client left out (null) get the stored embedding and sentences of the same text in
--- this tenant (rag.embedded_texts said it has them); a chunk with neither stays without and is refused.
-CREATE OR REPLACE FUNCTION rag._fill_stored(p_caller name, p_tenant text, p_model text, p_chunks jsonb)
-RETURNS jsonb
-LANGUAGE sql
+-- this tenant (rag.embedded_texts said it has them); a chunk with neither stays without and is refused. Built
+-- as arrays of vectors, as rag.ingest does, after counting what would be copied: items are a few bytes each,
+-- what they copy is not (an earlier version built JSON, about 64 kB of memory per copied sentence, and had no
+-- bound: 9.5 kB of items held 510 MB for 9 s).
+DROP FUNCTION IF EXISTS rag._fill_stored(name, text, text, jsonb);
+CREATE OR REPLACE FUNCTION rag._fill_stored(
+    p_caller name, p_tenant text, p_model text, p_key text, p_chunks rag.chunk_input[],
+    p_sentences rag.sentence_input[], OUT chunks rag.chunk_input[], OUT sentences rag.sentence_input[]
+)
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    hashes bytea[];
+BEGIN
+    SELECT pg_catalog.array_agg(DISTINCT pg_catalog.sha256(pg_catalog.convert_to(
+        rag._embed_text(c.title, c.content), 'UTF8')))
+    INTO hashes
+    FROM pg_catalog.unnest(p_chunks) AS c
+    WHERE c.embedding IS NULL AND c.content IS NOT NULL;
+    IF hashes IS NULL THEN
+        chunks := p_chunks;
+        sentences := p_sentences;
+        RETURN;
+    END IF;
+    -- what the copies would add up to, before any is made
+    PERFORM rag._check_vectors(p_key, coalesce(pg_catalog.cardinality(p_chunks), 0)
+        + coalesce(pg_catalog.cardinality(p_sentences), 0) + (
+            SELECT coalesce(sum(n.n), 0)::bigint
+            FROM pg_catalog.unnest(p_chunks) AS c
+            INNER JOIN (
+                SELECT r.content_hash, count(*) AS n
+                FROM rag._reused_sentences(p_caller, p_tenant, p_model, hashes) AS r
+                GROUP BY r.content_hash
+            ) AS n ON n.content_hash = pg_catalog.sha256(pg_catalog.convert_to(
+                rag._embed_text(c.title, c.content), 'UTF8'))
+            WHERE c.embedding IS NULL));
     WITH c AS (
-        SELECT x.e, x.o,
-            pg_catalog.sha256(pg_catalog.convert_to(
-                rag._embed_text(coalesce(x.e ->> 'title', ''), x.e ->> 'content'), 'UTF8')) AS h
-        FROM pg_catalog.jsonb_array_elements(p_chunks) WITH ORDINALITY AS x (e, o)
-    ),
-    missing AS (
-        SELECT pg_catalog.array_agg(c.h) AS hashes FROM c
-        WHERE pg_catalog.jsonb_typeof(c.e -> 'embedding') IS DISTINCT FROM 'array'
-    ),
-    emb AS (
-        SELECT r.content_hash, r.embedding
-        FROM missing, rag._reused_embeddings(p_caller, p_tenant, p_model, missing.hashes) AS r
-        WHERE missing.hashes IS NOT NULL
-    ),
-    sent AS (
-        SELECT r.content_hash,
-            pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('start', r.start_pos, 'end', r.end_pos,
-                'embedding', r.embedding::text::jsonb) ORDER BY r.start_pos) AS sentences
-        FROM missing, rag._reused_sentences(p_caller, p_tenant, p_model, missing.hashes) AS r
-        WHERE missing.hashes IS NOT NULL
-        GROUP BY r.content_hash
+        SELECT x.anchor, x.section_path, x.title, x.content, x.token_count, x.embedding, x.o,
+            CASE WHEN x.embedding IS NULL THEN pg_catalog.sha256(pg_catalog.convert_to(
+                rag._embed_text(x.title, x.content), 'UTF8')) END AS h
+        FROM pg_catalog.unnest(p_chunks) WITH ORDINALITY AS x (
+            anchor, section_path, title, content, token_count, embedding, o
+        )
     )
-    SELECT coalesce(pg_catalog.jsonb_agg(
-        CASE WHEN emb.embedding IS NULL THEN c.e
-            ELSE c.e || pg_catalog.jsonb_build_object('embedding', emb.embedding::text::jsonb,
-                'sentences', coalesce(sent.sentences, '[]'::jsonb)) END
-        ORDER BY c.o), '[]'::jsonb)
+    SELECT pg_catalog.array_agg(ROW(c.anchor, c.section_path, c.title, c.content, c.token_count,
+        coalesce(c.embedding, e.embedding))::rag.chunk_input ORDER BY c.o)
+    INTO chunks
     FROM c
-    LEFT JOIN emb ON emb.content_hash = c.h AND pg_catalog.jsonb_typeof(c.e -> 'embedding') IS DISTINCT FROM 'array'
-    LEFT JOIN sent ON sent.content_hash = c.h
+    LEFT JOIN rag._reused_embeddings(p_caller, p_tenant, p_model, hashes) AS e ON e.content_hash = c.h;
+    -- sentences: the caller's for chunks it embedded, the stored ones for chunks filled here
+    WITH c AS (
+        SELECT x.o::integer AS o, pg_catalog.sha256(pg_catalog.convert_to(
+            rag._embed_text(x.title, x.content), 'UTF8')) AS h
+        FROM pg_catalog.unnest(p_chunks) WITH ORDINALITY AS x (
+            anchor, section_path, title, content, token_count, embedding, o
+        )
+        WHERE x.embedding IS NULL
+    )
+    SELECT pg_catalog.array_agg(s.x)
+    INTO sentences
+    FROM (
+        SELECT x::rag.sentence_input AS x
+        FROM pg_catalog.unnest(p_sentences) AS x
+        WHERE NOT EXISTS (SELECT FROM c WHERE c.o = x.chunk_ord)
+        UNION ALL
+        SELECT ROW(c.o, r.start_pos, r.end_pos, r.embedding)::rag.sentence_input
+        FROM c
+        INNER JOIN rag._reused_sentences(p_caller, p_tenant, p_model, hashes) AS r ON r.content_hash = c.h
+    ) AS s;
+END
 $fn$;
-COMMENT ON FUNCTION rag._fill_stored(name, text, text, jsonb) IS
-'Internal: chunk items without an embedding completed with the stored embedding and sentences of the same text.';
+COMMENT ON FUNCTION rag._fill_stored(name, text, text, text, rag.chunk_input[], rag.sentence_input[]) IS
+'Internal: chunks without an embedding completed with the stored embedding and sentences of the same text '
+'(54000 before copying when the document would be over rag._check_vectors).';
 
 CREATE OR REPLACE FUNCTION rag._store_parsed(
     p_caller name, p_tenant text, p_key text, p_body text, p_format text, p_parsed jsonb, p_title text,
@@ -183,7 +218,8 @@ BEGIN
         FROM rag.document AS d WHERE d.tenant = p_tenant AND d.doc_key = p_key AND d.retired_at IS NULL;
         RETURN;
     END IF;
-    SELECT * INTO inputs FROM rag._item_inputs(rag._fill_stored(p_caller, p_tenant, v_model, p_parsed -> 'chunks'));
+    SELECT * INTO inputs FROM rag._item_inputs(p_parsed -> 'chunks');
+    SELECT * INTO inputs FROM rag._fill_stored(p_caller, p_tenant, v_model, p_key, inputs.chunks, inputs.sentences);
     RETURN QUERY SELECT * FROM rag._store_version(p_caller, p_tenant, p_key, doc_hash, v_format,
         coalesce(p_title, p_parsed ->> 'title'), p_source_url, p_metadata, v_empty, v_model, inputs.chunks,
         inputs.sentences);

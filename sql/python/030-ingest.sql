@@ -32,6 +32,24 @@ BEGIN
 
     parsed := rag._parsed(ingest.body, fmt, 256, 32);
 
+    -- What the stored sentences of these chunk texts add up to, before any is copied: a body of many copies of
+    -- a text stored with many short sentences would otherwise copy gigabytes (rag._check_vectors, 54000).
+    PERFORM rag._check_vectors(p_key, (
+        WITH c AS (
+            SELECT pg_catalog.sha256(pg_catalog.convert_to(rag._embed_text(e.j ->> 'title', e.j ->> 'content'),
+                'UTF8')) AS h
+            FROM pg_catalog.jsonb_array_elements(parsed -> 'chunks') AS e (j)
+        )
+        SELECT pg_catalog.count(*) + coalesce(sum(n.n), 0)
+        FROM c
+        LEFT JOIN (
+            SELECT r.content_hash, pg_catalog.count(*) AS n
+            FROM rag._reused_sentences(current_user, p_tenant, v_model,
+                (SELECT pg_catalog.array_agg(DISTINCT c2.h) FROM c AS c2)) AS r
+            GROUP BY r.content_hash
+        ) AS n ON n.content_hash = c.h
+    )::bigint);
+
     -- Embeddings: reuse the stored one for a text this tenant already embedded with this model,
     -- embed the rest in one batched call.
     WITH c AS (
