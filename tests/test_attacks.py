@@ -454,6 +454,41 @@ def test_items_that_reuse_stored_sentences_cannot_multiply_them(pg, adb):
         assert n == 900
 
 
+def test_chunk_titles_and_anchors_count_against_the_document_limit(pg, adb):
+    """max_document_bytes bounded the content of a document's chunks, not their titles, anchors and section
+    paths: rag.store_parsed takes those from the client, so any amount of text could be stored beside a few
+    bytes of content. They count now (apart from the content), with the document's title, URL and metadata."""
+    good = [0.05] * 384
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('max_document_bytes', '64000')")
+    try:
+        before = snapshot(pg, adb)
+        with connect(pg, adb, R["writer"]) as c:
+            model = c.execute("SELECT rag.model_name()").fetchone()[0]
+            for field in ("title", "anchor", "section_path"):
+                chunks = [
+                    {"content": f"part {i}", "embedding": good, field: "heading " * 1500} for i in range(10)
+                ]
+                parsed = {
+                    "model": model,
+                    "format": "text",
+                    "chunker_version": 1,
+                    "title": None,
+                    "empty_sections": 0,
+                    "chunks": chunks,
+                }
+                sql = "SELECT * FROM rag.store_parsed('alpha', 'titles.txt', 'parts', 'text', %s)"
+                assert fails(c, sql, (json.dumps(parsed),)) == "54000", field
+            parsed["chunks"] = [{"content": "part", "embedding": good}]
+            big = json.dumps({"note": "x" * 70000})
+            sql = "SELECT * FROM rag.store_parsed('alpha', 'titles.txt', 'parts', 'text', %s, metadata => %s)"
+            assert fails(c, sql, (json.dumps(parsed), big)) == "54000"
+        assert snapshot(pg, adb) == before
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('max_document_bytes', NULL)")
+
+
 # ---------------------------------------------------------------- 8. asks never wait on each other
 def test_an_open_transaction_holds_up_no_other_ask(pg, adb):
     with connect(pg, adb, R["reader"]) as a, connect(pg, adb, R["writer"]) as b:

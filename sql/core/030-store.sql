@@ -170,6 +170,14 @@ BEGIN
     PERFORM rag._check_document(p_doc_key, 'x');
     PERFORM rag._check_bytes(p_doc_key,
         (SELECT sum(pg_catalog.octet_length(c.content)) FROM pg_catalog.unnest(p_chunks) AS c));
+    -- and, apart, the rest of the text it stores: the titles, anchors and section paths of its chunks (from the
+    -- client, for rag.store_parsed, outside any other limit), the document's title, source URL and metadata
+    PERFORM rag._check_bytes(p_doc_key, coalesce(pg_catalog.octet_length(p_title), 0)
+        + coalesce(pg_catalog.octet_length(p_source_url), 0) + coalesce(pg_catalog.octet_length(p_metadata::text), 0)
+        + coalesce((
+            SELECT sum(coalesce(pg_catalog.octet_length(c.title), 0) + coalesce(pg_catalog.octet_length(c.anchor), 0)
+                + coalesce(pg_catalog.octet_length(c.section_path), 0))
+            FROM pg_catalog.unnest(p_chunks) AS c), 0));
     IF p_model IS DISTINCT FROM rag.model_name() OR pg_catalog.octet_length(p_hash) IS DISTINCT FROM 32
         OR coalesce(p_empty_sections, 0) < 0
         OR EXISTS (SELECT FROM pg_catalog.unnest(p_chunks) AS c WHERE c.token_count < 0) THEN
