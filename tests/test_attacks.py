@@ -260,6 +260,35 @@ def test_writers_store_only_through_functions_with_checked_input(pg, adb):
         assert fails(c, "SELECT * FROM rag.delete_document('bravo', 'b.md')") == "42501"
 
 
+def test_sentences_are_reused_only_for_the_same_content(pg, adb):
+    """A chunk's text hash is of its title, a blank line and its content: "Delta" + "The ..." and an
+    untitled "Delta<blank line>The ..." share it (and their embedding), not their sentence offsets. Copied by
+    hash alone, an untitled paragraph stored first made rag.ingest of the titled section fail (22023: a
+    sentence out of its chunk), and the other order stored spans shifted by the title."""
+    text = "The delta team vacuums at noon. It is fine to do so."
+    untitled, titled = f"Delta\n\n{text}\n", f"# Delta\n\n{text}\n"
+    spans = (
+        "SELECT array_agg(s.start_pos || '-' || s.end_pos ORDER BY s.ord) FROM rag.sentence AS s"
+        " JOIN rag.chunk AS c USING (chunk_id)"
+        " WHERE c.tenant = 'alpha' AND c.doc_key = %s AND c.retired_at IS NULL"
+    )
+    with connect(pg, adb, R["writer"]) as c:
+        try:
+            for first, second in ((untitled, titled), (titled, untitled)):
+                for key, body in (("delta-1.md", first), ("delta-2.md", second)):
+                    row = c.execute("SELECT status FROM rag.ingest('alpha', %s, %s, 'markdown')", (key, body))
+                    assert row.fetchone() == ("inserted",)
+                with pg.admin(adb) as a:
+                    got = {k: a.execute(spans, (k,)).fetchone()[0] for k in ("delta-1.md", "delta-2.md")}
+                want = {untitled: ["0-5", "7-38", "39-59"], titled: ["0-31", "32-52"]}
+                assert got == {"delta-1.md": want[first], "delta-2.md": want[second]}
+                for key in ("delta-1.md", "delta-2.md"):
+                    c.execute("SELECT rag.delete_document('alpha', %s)", (key,))
+        finally:
+            for key in ("delta-1.md", "delta-2.md"):
+                c.execute("SELECT rag.delete_document('alpha', %s)", (key,))
+
+
 # ---------------------------------------------------------- 6. dump/restore keeps the log; a cut tail shows
 def pg_bin(name: str) -> str:
     pg_config = subprocess.run(

@@ -48,6 +48,39 @@ $fn$;
 COMMENT ON FUNCTION rag._reused_sentences(name, text, text, bytea[]) IS
 'Internal (SECURITY DEFINER: reads rag.sentence): the stored sentences of chunks with the given text hashes.';
 
+-- The same, with the length of the stored chunk's content: the text hash is of title, blank line and content,
+-- so a chunk titled "Alpha" with content "B" and an untitled one with content "Alpha<blank line>B" share it (and
+-- their embedding) but not their sentence offsets. Copying by hash alone made rag.ingest of the second fail
+-- (22023: a sentence out of its chunk) or store spans shifted by the title. Callers join on hash and length
+-- (two different splits of one text have different content lengths).
+CREATE OR REPLACE FUNCTION rag._reused_spans(p_caller name, p_tenant text, p_model text, p_hashes bytea[])
+RETURNS TABLE (
+    content_hash bytea, content_length integer, start_pos integer, end_pos integer, embedding public.vector
+)
+LANGUAGE plpgsql
+STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'write');
+    RETURN QUERY
+    SELECT src.content_hash, src.content_length, s.start_pos, s.end_pos, s.embedding
+    FROM (
+        SELECT DISTINCT ON (c.content_hash, pg_catalog.length(c.content)) c.content_hash,
+            pg_catalog.length(c.content) AS content_length, c.chunk_id
+        FROM rag.chunk AS c
+        WHERE c.tenant = p_tenant AND c.model = p_model AND c.content_hash = ANY (p_hashes)
+            AND EXISTS (SELECT FROM rag.sentence AS x WHERE x.chunk_id = c.chunk_id)
+        ORDER BY c.content_hash, pg_catalog.length(c.content), c.chunk_id
+    ) AS src
+    INNER JOIN rag.sentence AS s ON s.chunk_id = src.chunk_id;
+END
+$fn$;
+COMMENT ON FUNCTION rag._reused_spans(name, text, text, bytea[]) IS
+'Internal (SECURITY DEFINER: reads rag.sentence): the stored sentences of chunks with the given text hashes, '
+'with the length of their content (a copy must match both).';
+
 -- A vector pgvector can measure: its cosine distance to itself is a number. NaN for all zeros, and for
 -- components whose single-precision squares vanish (1e-40) or overflow (1e30) although the norm (computed in
 -- double precision) is not zero. Such a vector's distance to anything is NaN.

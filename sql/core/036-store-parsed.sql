@@ -120,11 +120,11 @@ BEGIN
             SELECT coalesce(sum(n.n), 0)::bigint
             FROM pg_catalog.unnest(p_chunks) AS c
             INNER JOIN (
-                SELECT r.content_hash, count(*) AS n
-                FROM rag._reused_sentences(p_caller, p_tenant, p_model, hashes) AS r
-                GROUP BY r.content_hash
+                SELECT r.content_hash, r.content_length, count(*) AS n
+                FROM rag._reused_spans(p_caller, p_tenant, p_model, hashes) AS r
+                GROUP BY r.content_hash, r.content_length
             ) AS n ON n.content_hash = pg_catalog.sha256(pg_catalog.convert_to(
-                rag._embed_text(c.title, c.content), 'UTF8'))
+                rag._embed_text(c.title, c.content), 'UTF8')) AND n.content_length = pg_catalog.length(c.content)
             WHERE c.embedding IS NULL));
     WITH c AS (
         SELECT x.anchor, x.section_path, x.title, x.content, x.token_count, x.embedding, x.o,
@@ -141,7 +141,7 @@ BEGIN
     LEFT JOIN rag._reused_embeddings(p_caller, p_tenant, p_model, hashes) AS e ON e.content_hash = c.h;
     -- sentences: the caller's for chunks it embedded, the stored ones for chunks filled here
     WITH c AS (
-        SELECT x.o::integer AS o, pg_catalog.sha256(pg_catalog.convert_to(
+        SELECT x.o::integer AS o, pg_catalog.length(x.content) AS len, pg_catalog.sha256(pg_catalog.convert_to(
             rag._embed_text(x.title, x.content), 'UTF8')) AS h
         FROM pg_catalog.unnest(p_chunks) WITH ORDINALITY AS x (
             anchor, section_path, title, content, token_count, embedding, o
@@ -157,7 +157,8 @@ BEGIN
         UNION ALL
         SELECT ROW(c.o, r.start_pos, r.end_pos, r.embedding)::rag.sentence_input
         FROM c
-        INNER JOIN rag._reused_sentences(p_caller, p_tenant, p_model, hashes) AS r ON r.content_hash = c.h
+        INNER JOIN rag._reused_spans(p_caller, p_tenant, p_model, hashes) AS r
+            ON r.content_hash = c.h AND r.content_length = c.len
     ) AS s;
 END
 $fn$;

@@ -38,7 +38,7 @@ BEGIN
                 WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log',
                     '_context', '_answer_context') THEN 'pgcite_reader'
                 WHEN f.proname IN ('_store_version', '_store_document', '_store_parsed', '_delete_document',
-                    '_lock_document', '_reused_embeddings', '_reused_sentences') THEN 'pgcite_writer'
+                    '_lock_document', '_reused_embeddings', '_reused_sentences', '_reused_spans') THEN 'pgcite_writer'
                 ELSE 'pgcite_admin'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);

@@ -37,17 +37,17 @@ BEGIN
     PERFORM rag._check_vectors(p_key, (
         WITH c AS (
             SELECT pg_catalog.sha256(pg_catalog.convert_to(rag._embed_text(e.j ->> 'title', e.j ->> 'content'),
-                'UTF8')) AS h
+                'UTF8')) AS h, pg_catalog.length(e.j ->> 'content') AS len
             FROM pg_catalog.jsonb_array_elements(parsed -> 'chunks') AS e (j)
         )
         SELECT pg_catalog.count(*) + coalesce(sum(n.n), 0)
         FROM c
         LEFT JOIN (
-            SELECT r.content_hash, pg_catalog.count(*) AS n
-            FROM rag._reused_sentences(current_user, p_tenant, v_model,
+            SELECT r.content_hash, r.content_length, pg_catalog.count(*) AS n
+            FROM rag._reused_spans(current_user, p_tenant, v_model,
                 (SELECT pg_catalog.array_agg(DISTINCT c2.h) FROM c AS c2)) AS r
-            GROUP BY r.content_hash
-        ) AS n ON n.content_hash = c.h
+            GROUP BY r.content_hash, r.content_length
+        ) AS n ON n.content_hash = c.h AND n.content_length = c.len
     )::bigint);
 
     -- Embeddings: reuse the stored one for a text this tenant already embedded with this model,
@@ -90,8 +90,8 @@ BEGIN
     LEFT JOIN reused AS r ON r.o = c.o
     LEFT JOIN fresh AS f ON f.o = c.o;
 
-    -- Sentences of every chunk, for choosing quotes at ask time: copied from a stored chunk with the same text,
-    -- else split (rag._sentence_spans) and embedded now in one batched call.
+    -- Sentences of every chunk, for choosing quotes at ask time: copied from a stored chunk with the same text
+    -- (and content: rag._reused_spans), else split (rag._sentence_spans) and embedded now in one batched call.
     WITH c AS (
         SELECT e.o::integer AS o, e.j ->> 'content' AS content,
             pg_catalog.sha256(pg_catalog.convert_to(rag._embed_text(e.j ->> 'title', e.j ->> 'content'), 'UTF8'))
@@ -101,8 +101,9 @@ BEGIN
     reused AS (
         SELECT c.o, r.start_pos, r.end_pos, r.embedding
         FROM c
-        INNER JOIN rag._reused_sentences(current_user, p_tenant, v_model,
-            (SELECT pg_catalog.array_agg(c2.h) FROM c AS c2)) AS r ON r.content_hash = c.h
+        INNER JOIN rag._reused_spans(current_user, p_tenant, v_model,
+            (SELECT pg_catalog.array_agg(c2.h) FROM c AS c2)) AS r
+            ON r.content_hash = c.h AND r.content_length = pg_catalog.length(c.content)
     ),
     spans AS (
         SELECT sp.chunk_ord, sp.start_pos, sp.end_pos,
