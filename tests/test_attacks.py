@@ -413,9 +413,8 @@ def test_vectors_whose_cosine_is_nan_are_22023_and_store_nothing(pg, adb):
 def test_items_that_reuse_stored_sentences_cannot_multiply_them(pg, adb):
     """rag.store_parsed copies the stored embedding and sentences of a chunk text the tenant has into every
     item of that text sent without an embedding: a few bytes of items. One stored chunk of 100 one-character
-    sentences and 20 bare copies of its text made 2,020 vectors from 2.5 kB (at scale, 9.5 kB held 510 MB for
-    9 s). A document may hold one chunk or sentence per 64 bytes of max_document_bytes, counted before
-    copying."""
+    sentences and 20 bare copies of its text made 2,020 vectors from 2.5 kB (at scale, 55 kB held 2.1 GB).
+    A document may hold one chunk or sentence per 64 bytes of max_document_bytes, counted before copying."""
     content = "x" * 100
     good = [0.05] * 384
     with connect(pg, adb, R["writer"]) as c:

@@ -91,7 +91,7 @@ COMMENT ON FUNCTION rag.embedded_texts(text, bytea[]) IS
 -- this tenant (rag.embedded_texts said it has them); a chunk with neither stays without and is refused. Built
 -- as arrays of vectors, as rag.ingest does, after counting what would be copied: items are a few bytes each,
 -- what they copy is not (an earlier version built JSON, about 64 kB of memory per copied sentence, and had no
--- bound: 9.5 kB of items held 510 MB for 9 s).
+-- bound: 55 kB of items held 2.1 GB for 7.6 s, bench/bench_reuse_copies.py).
 DROP FUNCTION IF EXISTS rag._fill_stored(name, text, text, jsonb);
 CREATE OR REPLACE FUNCTION rag._fill_stored(
     p_caller name, p_tenant text, p_model text, p_key text, p_chunks rag.chunk_input[],
