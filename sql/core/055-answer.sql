@@ -83,6 +83,37 @@ COMMENT ON FUNCTION rag._answer_options(jsonb) IS
 'Internal: rag.ask''s options checked (22023 naming an unknown key, a value of the wrong type or range, or a '
 'generator that does not exist) and completed with defaults.';
 
+-- The other chunks of the passages' sections, for quotes (rag._answer's section reach): live chunks of the same
+-- document version, anchor and section path as a passage, not passages themselves, each once with the rank of the
+-- best-ranked passage of its section; the weights.reach nearest (by chunk index) of each section, nearest first.
+-- [{chunk_id, rank, section_of}] (section_of: the passage's chunk_id).
+CREATE OR REPLACE FUNCTION rag._section_chunks(p_tenant text, p_passages bigint[])
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+        'chunk_id', z.chunk_id, 'rank', z.r, 'section_of', z.passage) ORDER BY z.r, z.dist, z.chunk_id), '[]')
+    FROM (
+        SELECT y.*, pg_catalog.row_number() OVER (PARTITION BY y.passage ORDER BY y.dist, y.chunk_id) AS nth
+        FROM (
+            SELECT DISTINCT ON (c2.chunk_id) c2.chunk_id, o.r, c1.chunk_id AS passage,
+                abs(c2.chunk_index - c1.chunk_index) AS dist
+            FROM pg_catalog.unnest(p_passages) WITH ORDINALITY AS o (id, r)
+            INNER JOIN rag.chunk AS c1 ON c1.chunk_id = o.id
+            INNER JOIN rag.chunk AS c2 ON c2.tenant = p_tenant AND c2.document_id = c1.document_id
+                AND c2.anchor IS NOT DISTINCT FROM c1.anchor AND c2.section_path = c1.section_path
+                AND c2.retired_at IS NULL AND NOT c2.chunk_id = ANY (p_passages)
+            ORDER BY c2.chunk_id, o.r
+        ) AS y
+    ) AS z
+    WHERE z.nth <= (rag._quote_weights() ->> 'reach')::integer
+$fn$;
+COMMENT ON FUNCTION rag._section_chunks(text, bigint[]) IS
+'Internal: the other chunks of the passages'' sections, nearest first, ranked as their passage, for quotes '
+'(rag._answer''s section reach): [{chunk_id, rank, section_of}].';
+
 -- The whole answer pipeline for one question, without logging (rag.ask logs, rag.replay compares).
 CREATE OR REPLACE FUNCTION rag._answer(
     p_question text, p_corrected text, p_tenant text, p_k integer, p_qemb public.vector, p_options jsonb,
@@ -121,6 +152,10 @@ DECLARE
     gate jsonb;
     fingerprint text;
     failed text [] := '{}';
+    reach jsonb := '[]';
+    reach_ids bigint [];
+    reach_scored jsonb;
+    quoted_reach bigint [];
 BEGIN
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -176,6 +211,28 @@ BEGIN
         WHERE (s ->> 'end')::integer - (s ->> 'start')::integer >= 20;
     END IF;
 
+    -- Section reach: the other chunks of the passages' sections (rag._section_chunks), their spans scored the
+    -- same way, lowered by weights.section and ranked as their passage, are candidates for quotes too (not for
+    -- the gate). A chunk quoted that way is listed in evidence.section_chunks and in chunk_ids.
+    reach := rag._section_chunks(p_tenant, ids[1:n_passages]);
+    IF pg_catalog.jsonb_array_length(reach) > 0 THEN
+        reach_ids := ARRAY(SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(reach) AS e);
+        IF best_sentence IS NULL THEN
+            reach_scored := rag._lexical_sentences(t.ts_config, q, (
+                SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content))
+                FROM rag.chunk AS c WHERE c.chunk_id = ANY (reach_ids)));
+        ELSIF NOT EXISTS (SELECT FROM pg_catalog.unnest(reach_ids) AS r (id)
+            WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
+            reach_scored := rag._sentence_scores(p_question, p_qemb, reach_ids);
+        END IF;
+        SELECT coalesce(pg_catalog.jsonb_agg(s || pg_catalog.jsonb_build_object(
+                'score', (s ->> 'score')::float8 - (rag._quote_weights() ->> 'section')::float8,
+                'rank', (r ->> 'rank')::integer)), '[]')
+        INTO reach_scored
+        FROM pg_catalog.jsonb_array_elements(coalesce(reach_scored, '[]')) AS s
+        INNER JOIN pg_catalog.jsonb_array_elements(reach) AS r ON r ->> 'chunk_id' = s ->> 'chunk_id';
+    END IF;
+
     -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
     -- of the question's words in the top passages, similarity of the best sentence), so one weak signal
     -- cannot be outvoted by the others. Names the passages lack can only lower it: by the fourth root of
@@ -211,7 +268,21 @@ BEGIN
     END IF;
 
     -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.
-    picked := rag._choose_quotes(p_question, corrected, ids[1:n_passages], scored, max_quotes, margin, rank_penalty);
+    picked := rag._choose_quotes(p_question, corrected, ids[1:n_passages] || coalesce(reach_ids, '{}'),
+        scored || coalesce(reach_scored, '[]'), max_quotes, margin, rank_penalty);
+    -- the section chunks quoted join the evidence
+    SELECT coalesce(pg_catalog.array_agg(x.id ORDER BY x.id), '{}') INTO quoted_reach
+    FROM (SELECT DISTINCT (e ->> 'chunk_id')::bigint AS id FROM pg_catalog.jsonb_array_elements(picked) AS e) AS x
+    WHERE x.id = ANY (coalesce(reach_ids, '{}'));
+    IF quoted_reach <> '{}' THEN
+        chunk_ids := chunk_ids || quoted_reach;
+        evidence := evidence || pg_catalog.jsonb_build_object('section_chunks', (
+            SELECT pg_catalog.jsonb_agg(r || pg_catalog.jsonb_build_object('doc_key', c.doc_key,
+                'chunk_index', c.chunk_index, 'anchor', c.anchor, 'title', c.title) ORDER BY c.chunk_id)
+            FROM pg_catalog.jsonb_array_elements(reach) AS r
+            INNER JOIN rag.chunk AS c ON c.chunk_id = (r ->> 'chunk_id')::bigint
+            WHERE c.chunk_id = ANY (quoted_reach)));
+    END IF;
     SELECT
         pg_catalog.string_agg((x.q ->> 'quote') || ' [' || x.n || ']', ' ' ORDER BY x.o),
         pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -227,7 +298,7 @@ BEGIN
         ) AS f ON f.chunk_id = e.q ->> 'chunk_id'
     ) AS x;
 
-    SELECT * INTO v FROM rag.verify(draft, draft_citations, ids);
+    SELECT * INTO v FROM rag.verify(draft, draft_citations, chunk_ids);
     status := v.status;
     answer := v.answer;
     reason := v.reason;

@@ -154,7 +154,7 @@ PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT '{"names": 0.1, "howto": 0.2, "why": 0.05, "defines": 0.1, "neighbour": 0.15, "inherit": 0.05,
-        "echo": 0.2, "complete": 0.35}'::jsonb
+        "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '

@@ -113,7 +113,8 @@ BEGIN
                     >= 0.75 * pg_catalog.cardinality(z.t)
              FROM (SELECT rag._content_terms(pg_catalog.substr(y.content, y.s + 1, y.e - y.s)) AS t) AS z) AS echo
         FROM (
-            SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id, o.r::integer AS r, c.content,
+            SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id,
+                coalesce((e.value ->> 'rank')::integer, o.r::integer) AS r, c.content,
                 c.doc_key || '/' || c.doc_version AS doc, c.chunk_index AS idx,
                 (e.value ->> 'start')::integer AS s, (e.value ->> 'end')::integer AS e,
                 coalesce((e.value ->> 'score')::float8, 0) AS score,
