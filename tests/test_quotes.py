@@ -370,7 +370,13 @@ def test_lexical_path_quotes_from_another_chunk_of_the_section(pg, core_db):
         {"content": CRATES_B, "embedding": e2, **section},
     ]
     other = [
-        {"content": ELSEWHERE, "embedding": e3, "anchor": "abroad", "section_path": "Abroad", "title": "Abroad"}
+        {
+            "content": ELSEWHERE,
+            "embedding": e3,
+            "anchor": "abroad",
+            "section_path": "Abroad",
+            "title": "Abroad",
+        }
     ]
     q = "[" + ",".join(str(x) for x in e1) + "]"
     with pg.admin(core_db) as c:
@@ -386,8 +392,15 @@ def test_lexical_path_quotes_from_another_chunk_of_the_section(pg, core_db):
         assert cited[ids[CRATES_B]].endswith("A shipping crate holds one gross of widgets, twelve dozen.")
         assert ids[ELSEWHERE] not in cited
         assert a["evidence"]["section_chunks"] == [
-            {"chunk_id": ids[CRATES_B], "rank": 1, "section_of": ids[CRATES_A], "doc_key": "crates.md",
-             "chunk_index": 1, "anchor": "crates", "title": "Crates"}
+            {
+                "chunk_id": ids[CRATES_B],
+                "rank": 1,
+                "section_of": ids[CRATES_A],
+                "doc_key": "crates.md",
+                "chunk_index": 1,
+                "anchor": "crates",
+                "title": "Crates",
+            }
         ]
         ask_id, chunk_ids = c.execute(
             "SELECT ask_id, chunk_ids FROM rag.ask_log WHERE tenant = 'c' ORDER BY ask_id DESC LIMIT 1"
@@ -401,3 +414,52 @@ def test_lexical_path_quotes_from_another_chunk_of_the_section(pg, core_db):
             (cited[ids[CRATES_B]] + " [1]", json.dumps(cited_b), [ids[CRATES_A]]),
         ).fetchone()[0]
         assert status == "abstained"
+
+
+_NOTES = " ".join(
+    f"The tower keeper writes note number {i} about the weather in the harbour log." for i in range(1, 30)
+)
+LAMPS = f"""# Lighthouse lamps
+
+How long does a lighthouse lamp burn on one litre of paraffin oil? Visitors ask how long a lighthouse lamp \
+burns on one litre of paraffin oil.
+
+{_NOTES}
+
+A lighthouse lamp burns for eleven hours on one litre of paraffin oil.
+
+# Harbour fees
+
+Ships pay a harbour fee for every night they stay at the quay.
+"""
+
+
+def test_quote_from_another_chunk_of_the_section(conn, db):
+    """PL/Python path (stored sentences, MiniLM): the one chunk retrieved (k 1) only repeats the question; the
+    fact is two chunks further down the same section and is quoted from there, with exact offsets, the chunk
+    in evidence.section_chunks and in the logged chunk_ids; the ask replays identically."""
+    conn.execute("SELECT rag.create_tenant('lamps')")
+    conn.execute("SELECT * FROM rag.ingest('lamps', 'lamps.md', %s, 'markdown')", (LAMPS,))
+    chunks = conn.execute(
+        "SELECT chunk_id, chunk_index, anchor FROM rag.chunk WHERE tenant = 'lamps' ORDER BY chunk_index"
+    ).fetchall()
+    fact = next(
+        cid
+        for cid, _, _ in chunks
+        if "eleven hours"
+        in conn.execute("SELECT content FROM rag.chunk WHERE chunk_id = %s", (cid,)).fetchone()[0]
+    )
+    a = ask(conn, "How long does a lighthouse lamp burn on one litre of paraffin oil?", tenant="lamps", k=1)
+    first = a["evidence"]["chunks"][0]["chunk_id"]
+    assert len(a["evidence"]["chunks"]) == 1 and first != fact
+    assert_verbatim(conn, a)
+    quoted = {c["chunk_id"]: c["quote"] for c in a["citations"]}
+    assert quoted[fact] == "A lighthouse lamp burns for eleven hours on one litre of paraffin oil."
+    reached = a["evidence"]["section_chunks"]
+    assert [r["chunk_id"] for r in reached] == [fact] and reached[0]["section_of"] == first
+    assert reached[0]["anchor"] == a["evidence"]["chunks"][0]["anchor"] == "lighthouse-lamps"
+    ask_id, logged = conn.execute(
+        "SELECT ask_id, chunk_ids FROM rag.ask_log WHERE tenant = 'lamps' ORDER BY ask_id DESC LIMIT 1"
+    ).fetchone()
+    assert logged == [first, fact]
+    assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
