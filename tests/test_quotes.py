@@ -350,68 +350,39 @@ def test_second_passage_completes_the_answer(conn, gadgets):
 # Section reach: a quote may come from another chunk of a passage's section (the nearest eight, its score less
 # 0.05, ranked as that passage); the chunk it names joins chunk_ids and evidence.section_chunks.
 CRATES_A = (
-    "Shipping is done by rail, shipping happens on Mondays and shipping is cheap. A crate is made of wood, a "
-    "crate is painted red and crates are stacked in the yard. Widgets are fragile and widgets are wrapped in paper."
+    "Shipping is done by rail, shipping happens on Mondays and shipping is cheap. A crate is made of wood, "
+    "a crate is painted red and crates are stacked in the yard. Widgets are fragile and widgets are wrapped "
+    "in paper."
 )
 CRATES_B = "The rail company was founded long ago. A shipping crate holds one gross of widgets, twelve dozen."
-ELSEWHERE = "A shipping crate holds two dozen gadgets when it is sent abroad."
 
 
-def test_lexical_path_quotes_from_another_chunk_of_the_section(pg, core_db):
-    """Only the first chunk of the section is retrieved (k 1); the sentence that answers is in the section's
-    second chunk: it is quoted from there, the chunk is listed in evidence.section_chunks, logged in chunk_ids,
-    and the answer verifies and replays. The same sentence in another section is not reached."""
+def test_lexical_path_does_not_reach_into_the_section(pg, core_db):
+    """On the lexical path (no stored sentences, no PL/Python: ts_rank scores) the section is not reached:
+    only the chunk retrieved (k 1) is quoted, though the sentence that answers is in the section's second
+    chunk. rag.verify refuses a quote of a chunk it is not given."""
     e1 = [1.0] + [0.0] * 383
     e2 = [0.0, 1.0] + [0.0] * 382
-    e3 = [0.0, 0.0, 1.0] + [0.0] * 381
     section = {"anchor": "crates", "section_path": "Crates", "title": "Crates"}
     items = [
         {"content": CRATES_A, "embedding": e1, **section},
         {"content": CRATES_B, "embedding": e2, **section},
     ]
-    other = [
-        {
-            "content": ELSEWHERE,
-            "embedding": e3,
-            "anchor": "abroad",
-            "section_path": "Abroad",
-            "title": "Abroad",
-        }
-    ]
     q = "[" + ",".join(str(x) for x in e1) + "]"
     with pg.admin(core_db) as c:
         c.execute("SELECT rag.create_tenant('c')")
         c.execute("SELECT * FROM rag.store_document('c', 'crates.md', %s)", (json.dumps(items),))
-        c.execute("SELECT * FROM rag.store_document('c', 'abroad.md', %s)", (json.dumps(other),))
         ids = dict(c.execute("SELECT content, chunk_id FROM rag.chunk WHERE tenant = 'c'").fetchall())
         a = ask(c, "How many widgets does a shipping crate hold?", tenant="c", k=1, query_embedding=q)
         assert a["evidence"]["sentence_scoring"] == "lexical"
         assert [x["chunk_id"] for x in a["evidence"]["chunks"]] == [ids[CRATES_A]]
         assert_verbatim(c, a)
-        cited = {x["chunk_id"]: x["quote"] for x in a["citations"]}
-        assert cited[ids[CRATES_B]].endswith("A shipping crate holds one gross of widgets, twelve dozen.")
-        assert ids[ELSEWHERE] not in cited
-        assert a["evidence"]["section_chunks"] == [
-            {
-                "chunk_id": ids[CRATES_B],
-                "rank": 1,
-                "section_of": ids[CRATES_A],
-                "doc_key": "crates.md",
-                "chunk_index": 1,
-                "anchor": "crates",
-                "title": "Crates",
-            }
-        ]
-        ask_id, chunk_ids = c.execute(
-            "SELECT ask_id, chunk_ids FROM rag.ask_log WHERE tenant = 'c' ORDER BY ask_id DESC LIMIT 1"
-        ).fetchone()
-        assert chunk_ids == [ids[CRATES_A], ids[CRATES_B]]
-        assert c.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
-        # rag.verify with only the retrieved chunk does not accept the quote of the section's other chunk
-        cited_b = [{"n": 1, "chunk_id": ids[CRATES_B], "quote": cited[ids[CRATES_B]]}]
+        assert {x["chunk_id"] for x in a["citations"]} == {ids[CRATES_A]}
+        assert "section_chunks" not in a["evidence"]
+        fact = "A shipping crate holds one gross of widgets, twelve dozen."
+        cited_b = [{"n": 1, "chunk_id": ids[CRATES_B], "quote": fact}]
         status = c.execute(
-            "SELECT status FROM rag.verify(%s, %s, %s)",
-            (cited[ids[CRATES_B]] + " [1]", json.dumps(cited_b), [ids[CRATES_A]]),
+            "SELECT status FROM rag.verify(%s, %s, %s)", (fact + " [1]", json.dumps(cited_b), [ids[CRATES_A]])
         ).fetchone()[0]
         assert status == "abstained"
 
@@ -463,3 +434,11 @@ def test_quote_from_another_chunk_of_the_section(conn, db):
     ).fetchone()
     assert logged == [first, fact]
     assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
+    # the section's other chunks, nearest first, ranked as the passage; never another section's chunk
+    reach = conn.execute("SELECT rag._section_chunks('lamps', %s)", ([first],)).fetchone()[0]
+    same = [cid for cid, _, anchor in chunks if anchor == "lighthouse-lamps" and cid != first]
+    assert [r["chunk_id"] for r in reach] == same and {r["rank"] for r in reach} == {1}
+    assert all(r["section_of"] == first for r in reach)
+    assert not {cid for cid, _, anchor in chunks if anchor != "lighthouse-lamps"} & {
+        r["chunk_id"] for r in reach
+    }

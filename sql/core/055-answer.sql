@@ -213,15 +213,15 @@ BEGIN
 
     -- Section reach: the other chunks of the passages' sections (rag._section_chunks), their spans scored the
     -- same way, lowered by weights.section and ranked as their passage, are candidates for quotes too (not for
-    -- the gate). A chunk quoted that way is listed in evidence.section_chunks and in chunk_ids.
-    reach := rag._section_chunks(p_tenant, ids[1:n_passages]);
+    -- the gate). A chunk quoted that way is listed in evidence.section_chunks and in chunk_ids. Only with MiniLM
+    -- scores from stored sentences: weights.section is a cosine margin, meaningless next to ts_rank's scores,
+    -- and embedding a section's chunks at ask time would cost more than the answer.
+    IF best_sentence IS NOT NULL THEN
+        reach := rag._section_chunks(p_tenant, ids[1:n_passages]);
+    END IF;
     IF pg_catalog.jsonb_array_length(reach) > 0 THEN
         reach_ids := ARRAY(SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(reach) AS e);
-        IF best_sentence IS NULL THEN
-            reach_scored := rag._lexical_sentences(t.ts_config, q, (
-                SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content))
-                FROM rag.chunk AS c WHERE c.chunk_id = ANY (reach_ids)));
-        ELSIF NOT EXISTS (SELECT FROM pg_catalog.unnest(reach_ids) AS r (id)
+        IF NOT EXISTS (SELECT FROM pg_catalog.unnest(reach_ids) AS r (id)
             WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
             reach_scored := rag._sentence_scores(p_question, p_qemb, reach_ids);
         END IF;

@@ -159,7 +159,9 @@ $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
 'how far below its paragraph''s best a sentence of the asked form stands, the demotion of an echo of the '
-'question, and how far below the best the quote that completes an answer may stand (rag._choose_quotes).';
+'question, how far below the best the quote that completes an answer may stand (rag._choose_quotes), and '
+'section reach (rag._answer): how much lower the spans of a passage''s other section chunks score and how many '
+'of them (nearest first) are read.';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and
