@@ -86,7 +86,7 @@ COMMENT ON FUNCTION rag._answer_options(jsonb) IS
 -- The other chunks of the passages' sections, for quotes (rag._answer's section reach): live chunks of the same
 -- document version, anchor and section path as a passage, not passages themselves, each once with the rank of the
 -- best-ranked passage of its section; the weights.reach nearest (by chunk index) of each section, nearest first.
--- [{chunk_id, rank, section_of}] (section_of: the passage's chunk_id).
+-- [{chunk_id, rank, section_of, next}] (section_of: the passage's chunk_id; next: it follows a passage).
 CREATE OR REPLACE FUNCTION rag._section_chunks(p_tenant text, p_passages bigint[])
 RETURNS jsonb
 LANGUAGE sql
@@ -94,12 +94,15 @@ STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-        'chunk_id', z.chunk_id, 'rank', z.r, 'section_of', z.passage) ORDER BY z.r, z.dist, z.chunk_id), '[]')
+        'chunk_id', z.chunk_id, 'rank', z.r, 'section_of', z.passage, 'next', z.next)
+        ORDER BY z.r, z.dist, z.chunk_id), '[]')
     FROM (
         SELECT y.*, pg_catalog.row_number() OVER (PARTITION BY y.passage ORDER BY y.dist, y.chunk_id) AS nth
         FROM (
             SELECT DISTINCT ON (c2.chunk_id) c2.chunk_id, o.r, c1.chunk_id AS passage,
-                abs(c2.chunk_index - c1.chunk_index) AS dist
+                abs(c2.chunk_index - c1.chunk_index) AS dist,
+                EXISTS (SELECT FROM rag.chunk AS c3 WHERE c3.chunk_id = ANY (p_passages)
+                    AND c3.document_id = c2.document_id AND c3.chunk_index = c2.chunk_index - 1) AS next
             FROM pg_catalog.unnest(p_passages) WITH ORDINALITY AS o (id, r)
             INNER JOIN rag.chunk AS c1 ON c1.chunk_id = o.id
             INNER JOIN rag.chunk AS c2 ON c2.tenant = p_tenant AND c2.document_id = c1.document_id
@@ -112,7 +115,7 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag._section_chunks(text, bigint[]) IS
 'Internal: the other chunks of the passages'' sections, nearest first, ranked as their passage, for quotes '
-'(rag._answer''s section reach): [{chunk_id, rank, section_of}].';
+'(rag._answer''s section reach): [{chunk_id, rank, section_of, next}].';
 
 -- The whole answer pipeline for one question, without logging (rag.ask logs, rag.replay compares).
 CREATE OR REPLACE FUNCTION rag._answer(
@@ -225,12 +228,27 @@ BEGIN
             WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
             reach_scored := rag._sentence_scores(p_question, p_qemb, reach_ids);
         END IF;
-        SELECT coalesce(pg_catalog.jsonb_agg(s || pg_catalog.jsonb_build_object(
-                'score', (s ->> 'score')::float8 - (rag._quote_weights() ->> 'section')::float8,
-                'rank', (r ->> 'rank')::integer)), '[]')
+        -- a section chunk is kept when its best span (lowered, with the rank penalty of its passage) comes within
+        -- weights.complete of the passages' best span, or when it follows a passage (a block may carry on there):
+        -- others could never be quoted, and each span costs quote choice time
+        SELECT coalesce(pg_catalog.jsonb_agg(x.s || pg_catalog.jsonb_build_object('score', x.score, 'rank', x.r)
+            ORDER BY (x.s ->> 'chunk_id')::bigint, (x.s ->> 'start')::integer), '[]')
         INTO reach_scored
-        FROM pg_catalog.jsonb_array_elements(coalesce(reach_scored, '[]')) AS s
-        INNER JOIN pg_catalog.jsonb_array_elements(reach) AS r ON r ->> 'chunk_id' = s ->> 'chunk_id';
+        FROM (
+            SELECT s.value AS s, (r ->> 'rank')::integer AS r, (r ->> 'next')::boolean AS next,
+                (s.value ->> 'score')::float8 - (rag._quote_weights() ->> 'section')::float8 AS score,
+                max((s.value ->> 'score')::float8) OVER (PARTITION BY s.value ->> 'chunk_id')
+                    - (rag._quote_weights() ->> 'section')::float8
+                    - rank_penalty * ((r ->> 'rank')::integer - 1) AS chunk_best
+            FROM pg_catalog.jsonb_array_elements(coalesce(reach_scored, '[]')) AS s
+            INNER JOIN pg_catalog.jsonb_array_elements(reach) AS r ON r ->> 'chunk_id' = s.value ->> 'chunk_id'
+        ) AS x
+        WHERE x.next OR x.chunk_best >= (
+            SELECT max((s3 ->> 'score')::float8 - rank_penalty * (o.r - 1))
+            FROM pg_catalog.jsonb_array_elements(scored) AS s3
+            INNER JOIN pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS o (id, r)
+                ON o.id = (s3 ->> 'chunk_id')::bigint
+        ) - (rag._quote_weights() ->> 'complete')::float8;
     END IF;
 
     -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
