@@ -442,3 +442,46 @@ def test_quote_from_another_chunk_of_the_section(conn, db):
     assert not {cid for cid, _, anchor in chunks if anchor != "lighthouse-lamps"} & {
         r["chunk_id"] for r in reach
     }
+
+
+def test_lexical_scores_leave_out_what_shares_nothing_with_the_question(pg, core_db):
+    """Lexical path: a span scores 0.5 x the share of the question's lexemes it holds plus its ts_rank, in the
+    units of the margins of quote choice. So a second passage's sentence that shares no word with the question
+    does not complete the answer (ts_rank alone, under 0.1, left every span within 0.35 of the best)."""
+    e1 = [1.0] + [0.0] * 383
+    e2 = [0.0, 1.0] + [0.0] * 382
+    items = [
+        {
+            "content": CRATES_B,
+            "embedding": e1,
+            "anchor": "crates",
+            "section_path": "Crates",
+            "title": "Crates",
+        },
+        {
+            "content": "The frobnicator museum opens at nine every morning.",
+            "embedding": e2,
+            "anchor": "museum",
+            "section_path": "Museum",
+            "title": "Museum",
+        },
+    ]
+    q = "[" + ",".join(str(x) for x in e1) + "]"
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('m')")
+        c.execute("SELECT * FROM rag.store_document('m', 'm.md', %s)", (json.dumps(items),))
+        a = ask(c, "How many widgets does a shipping crate hold?", tenant="m", k=2, query_embedding=q)
+        assert a["evidence"]["sentence_scoring"] == "lexical" and len(a["evidence"]["chunks"]) == 2
+        assert_verbatim(c, a)
+        assert [x["quote"] for x in a["citations"]] == [
+            "A shipping crate holds one gross of widgets, twelve dozen."
+        ]
+        scored = c.execute(
+            "SELECT rag._lexical_sentences('english', rag._fts_query('english', %s), %s)",
+            ("widgets crate", json.dumps([{"chunk_id": 1, "content": "A crate of widgets. Nothing here."}])),
+        ).fetchone()[0]
+        assert [(x["quote"], x["share"]) for x in scored] == [
+            ("A crate of widgets.", 1.0),
+            ("Nothing here.", 0.0),
+        ]
+        assert 0.5 < scored[0]["score"] < 0.6 and scored[1]["score"] == 0
