@@ -435,7 +435,7 @@ def test_quote_from_another_chunk_of_the_section(conn, db):
     assert logged == [first, fact]
     assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
     # the section's other chunks, nearest first, ranked as the passage; never another section's chunk
-    reach = conn.execute("SELECT rag._section_chunks('lamps', %s)", ([first],)).fetchone()[0]
+    reach = conn.execute("SELECT rag._section_chunks('lamps', %s, 8)", ([first],)).fetchone()[0]
     same = [cid for cid, _, anchor in chunks if anchor == "lighthouse-lamps" and cid != first]
     assert [r["chunk_id"] for r in reach] == same and {r["rank"] for r in reach} == {1}
     assert all(r["section_of"] == first for r in reach)

@@ -8,13 +8,18 @@
 -- similarity.
 CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    -- rag._quote_weights is defined in 056-quote-forms.sql, after this file: PL/pgSQL resolves it at call time
+    w_share float8 := (rag._quote_weights() ->> 'lexical_share')::float8;
+BEGIN
+    RETURN (
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
         'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos, 'quote', x.sentence, 'sim', NULL,
-        'score', round(((rag._quote_weights() ->> 'lexical_share')::float8 * x.share + x.rank)::numeric, 6),
+        'score', round((w_share * x.share + x.rank)::numeric, 6),
         'share', round(x.share::numeric, 6)
     ) ORDER BY x.chunk_id, x.start_pos), '[]')
     FROM (
@@ -37,6 +42,8 @@ AS $fn$
                 FROM pg_catalog.regexp_matches(p_query::text, '''((?:[^'']|'''')+)''', 'g') AS m (a)) AS lexemes
         ) AS q
     ) AS x
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
 'Internal: the sentence spans of passages (rag._text_spans) scored lexically against the question (share of its '

@@ -85,9 +85,9 @@ COMMENT ON FUNCTION rag._answer_options(jsonb) IS
 
 -- The other chunks of the passages' sections, for quotes (rag._answer's section reach): live chunks of the same
 -- document version, anchor and section path as a passage, not passages themselves, each once with the rank of the
--- best-ranked passage of its section; the weights.reach nearest (by chunk index) of each section, nearest first.
+-- best-ranked passage of its section; the p_reach nearest (by chunk index) of each passage, nearest first.
 -- [{chunk_id, rank, section_of, next}] (section_of: the passage's chunk_id; next: it follows a passage).
-CREATE OR REPLACE FUNCTION rag._section_chunks(p_tenant text, p_passages bigint[])
+CREATE OR REPLACE FUNCTION rag._section_chunks(p_tenant text, p_passages bigint[], p_reach integer)
 RETURNS jsonb
 LANGUAGE sql
 STABLE
@@ -111,9 +111,9 @@ AS $fn$
             ORDER BY c2.chunk_id, o.r
         ) AS y
     ) AS z
-    WHERE z.nth <= (rag._quote_weights() ->> 'reach')::integer
+    WHERE z.nth <= p_reach
 $fn$;
-COMMENT ON FUNCTION rag._section_chunks(text, bigint[]) IS
+COMMENT ON FUNCTION rag._section_chunks(text, bigint[], integer) IS
 'Internal: the other chunks of the passages'' sections, nearest first, ranked as their passage, for quotes '
 '(rag._answer''s section reach): [{chunk_id, rank, section_of, next}].';
 
@@ -220,7 +220,7 @@ BEGIN
     -- scores from stored sentences: weights.section is a cosine margin, meaningless next to ts_rank's scores,
     -- and embedding a section's chunks at ask time would cost more than the answer.
     IF best_sentence IS NOT NULL THEN
-        reach := rag._section_chunks(p_tenant, ids[1:n_passages]);
+        reach := rag._section_chunks(p_tenant, ids[1:n_passages], (rag._quote_weights() ->> 'reach')::integer);
     END IF;
     IF pg_catalog.jsonb_array_length(reach) > 0 THEN
         reach_ids := ARRAY(SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(reach) AS e);
@@ -288,10 +288,10 @@ BEGIN
     -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.
     picked := rag._choose_quotes(p_question, corrected, ids[1:n_passages] || coalesce(reach_ids, '{}'),
         scored || coalesce(reach_scored, '[]'), max_quotes, margin, rank_penalty);
-    -- the section chunks quoted join the evidence
+    -- the section chunks quoted join the evidence (those retrieved below the passages are listed already)
     SELECT coalesce(pg_catalog.array_agg(x.id ORDER BY x.id), '{}') INTO quoted_reach
     FROM (SELECT DISTINCT (e ->> 'chunk_id')::bigint AS id FROM pg_catalog.jsonb_array_elements(picked) AS e) AS x
-    WHERE x.id = ANY (coalesce(reach_ids, '{}'));
+    WHERE x.id = ANY (coalesce(reach_ids, '{}')) AND NOT x.id = ANY (coalesce(ids, '{}'));
     IF quoted_reach <> '{}' THEN
         chunk_ids := chunk_ids || quoted_reach;
         evidence := evidence || pg_catalog.jsonb_build_object('section_chunks', (
