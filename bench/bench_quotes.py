@@ -13,16 +13,23 @@
 5. With --core: the same chunks (content, embedding, anchor, title; no sentences) stored by
    rag.store_document in a database with the core extension only (`pgcite_quotes_core`), the gate opened
    (min_score 0), and the dev splits asked with the question's embedding passed: quote choice on the lexical
-   path (spans split in SQL, scored by ts_rank), to compare answer_contains with the PL/Python path.
+   path (spans split in SQL, scored lexically), to compare answer_contains with the PL/Python path.
+
+--weights '{"section": 0.1}' runs with those values of rag._quote_weights() (the weights of quote choice)
+replaced in both databases for the run and restored after it (needs a superuser: the private cluster's), for
+the grids of docs/BENCHMARKS.md. *ms/ask* is the mean client-side time of one rag.ask (embedding included on
+the PL/Python path, passed on the core path).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -106,6 +113,48 @@ def prepare_core(admin_dsn: str, dsn: str) -> str:
     return core_dsn
 
 
+WEIGHTS_SQL = (
+    "CREATE OR REPLACE FUNCTION rag._quote_weights() RETURNS jsonb LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+    " SET search_path = pg_catalog, pg_temp AS $w$ SELECT %s::jsonb $w$"
+)
+
+
+@contextlib.contextmanager
+def quote_weights(dsns: list[str], override: dict) -> Iterator[None]:
+    """rag._quote_weights() with `override` merged in, in each database, for the block; restored after."""
+    saved = []
+    try:
+        for dsn in dsns:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                now = c.execute("SELECT rag._quote_weights()").fetchone()[0]
+                saved.append((dsn, now))
+                literal = psycopg.sql.Literal(json.dumps({**now, **override})).as_string(c)
+                c.execute(WEIGHTS_SQL % literal)
+        yield
+    finally:
+        for dsn, now in saved:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute(WEIGHTS_SQL % psycopg.sql.Literal(json.dumps(now)).as_string(c))
+
+
+class Timed:
+    """An ask function that adds up its wall time."""
+
+    def __init__(self, ask):
+        self.ask, self.seconds, self.calls = ask, 0.0, 0
+
+    def __call__(self, text: str) -> object:
+        t0 = time.perf_counter()
+        try:
+            return self.ask(text)
+        finally:
+            self.seconds += time.perf_counter() - t0
+            self.calls += 1
+
+    def ms(self) -> float:
+        return 1000 * self.seconds / max(self.calls, 1)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dsn", help="a server to use (its maintenance database); default: a private cluster")
@@ -115,6 +164,7 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=5)
     ap.add_argument("--options", default="{}", help="rag.ask options as JSON, e.g. '{\"max_quotes\": 3}'")
     ap.add_argument("--calibration-only", action="store_true", help="only the calibration splits")
+    ap.add_argument("--weights", default="{}", help="rag._quote_weights() values for the run, as JSON")
     ap.add_argument(
         "--core", action="store_true", help="also the core-only lexical path (dev set, gate open)"
     )
@@ -123,8 +173,13 @@ def main() -> int:
     admin = server_dsn(args)
     dsn, ingest_s = prepare(admin, args.keep)
     print(f"database {DB}, tenant {TENANT}: ingest {ingest_s:.0f} s", file=sys.stderr)
+    weights = json.loads(args.weights)
+    core_dsn = prepare_core(admin, dsn) if args.core else None
     rows = []
-    with Client(dsn) as client:
+    with (
+        quote_weights([x for x in (dsn, core_dsn) if x], weights) if weights else contextlib.nullcontext(),
+        Client(dsn) as client,
+    ):
         calib = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", "calibration")
         client.calibrate(TENANT, [q.for_calibrate() for q in calib])
         min_score = client.tenant_gate(TENANT).get("min_score")
@@ -133,42 +188,56 @@ def main() -> int:
             if args.calibration_only and split != "calibration":
                 continue
             questions = load_questions(ROOT / "eval" / file, split)
-            results = run(lambda text: client.ask(text, TENANT, k=args.k, options=options), questions)
+            timed = Timed(lambda text: client.ask(text, TENANT, k=args.k, options=options))
+            results = run(timed, questions)
             s = summarize(results)
-            rows.append((file, split, s, results))
+            rows.append((file, split, s, results, timed.ms()))
             if args.out:
                 out = Path(args.out)
                 out.mkdir(parents=True, exist_ok=True)
                 dump = {"summary": s, "per_question": [asdict(r) for r in results]}
                 name = f"{file.split('.')[0]}-{split}.json"
                 (out / name).write_text(json.dumps(dump, indent=1, default=str))
-        if args.core:
-            core_dsn = prepare_core(admin, dsn)
+        if core_dsn:
             with Client(core_dsn) as core:
                 for split in ("calibration",) if args.calibration_only else ("calibration", "test"):
                     questions = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", split)
 
-                    def ask_core(text: str) -> object:
-                        emb = client.connection.execute("SELECT rag.embed(%s)::text", (text,)).fetchone()[0]
+                    embed_first = {}  # the embedding is computed before the clock starts
+                    for q in questions:
+                        embed_first[q.question] = client.connection.execute(
+                            "SELECT rag.embed(%s)::text", (q.question,)
+                        ).fetchone()[0]
+
+                    def ask_core(text: str, embs: dict = embed_first) -> object:
                         return core.ask(
-                            text, TENANT, k=args.k, query_embedding=json.loads(emb), options=options
+                            text, TENANT, k=args.k, query_embedding=json.loads(embs[text]), options=options
                         )
 
-                    results = run(ask_core, questions)
+                    timed = Timed(ask_core)
+                    results = run(timed, questions)
                     rows.append(
-                        ("pgdocs-dev.jsonl (core, lexical, gate open)", split, summarize(results), results)
+                        (
+                            "pgdocs-dev.jsonl (core, lexical, gate open)",
+                            split,
+                            summarize(results),
+                            results,
+                            timed.ms(),
+                        )
                     )
 
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"
 
     print(f"min_score (calibrated on pgdocs-dev calibration) {float(min_score):.6f}")
+    if weights:
+        print(f"rag._quote_weights() for this run: {json.dumps(weights)} over the installed values")
     print(
         "| set | split | retrieval hit@1 | citation hit@1 | answer_contains | false abstain "
-        "| off-topic answered | answer chars | quotes |"
+        "| off-topic answered | answer chars | quotes | ms/ask |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for file, split, s, results in rows:
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for file, split, s, results, ms in rows:
         answers = [r for r in results if r.answerable and r.answered]
         chars = f"{sum(len(r.answer or '') for r in answers) / len(answers):.0f}" if answers else "–"
         quotes = f"{sum(r.citations for r in answers) / len(answers):.2f}" if answers else "–"
@@ -176,9 +245,9 @@ def main() -> int:
         off = f"{s['false_answer']} / {s['unanswerable']} ({100 * s['false_answer_rate']:.1f} %)"
         print(
             f"| {file} | {split} | {pct(s['retrieval_hit_at_1'])} | {pct(s['hit_at_1'])} | "
-            f"{pct(s['answer_contains'])} | {fa} | {off} | {chars} | {quotes} |"
+            f"{pct(s['answer_contains'])} | {fa} | {off} | {chars} | {quotes} | {ms:.0f} |"
         )
-    bad = [s for _, _, s, _ in rows if s["errors"] or (s["quotes_verified"] not in (None, 1.0))]
+    bad = [s for _, _, s, _, _ in rows if s["errors"] or (s["quotes_verified"] not in (None, 1.0))]
     print(f"every quote verified: {'yes' if not bad else 'NO'}")
     return 1 if bad else 0
 

@@ -345,3 +345,143 @@ def test_second_passage_completes_the_answer(conn, gadgets):
     assert choose(conn, "What are gadgets like?", scores, order, max_quotes=1) == quotes[:1]
     far = choose(conn, "What are gadgets like?", {"Gadget polish keeps": 0.9, "Gadgets come in": 0.6}, order)
     assert far == quotes[:1]
+
+
+# Section reach: a quote may come from another chunk of a passage's section (the nearest eight, its score less
+# 0.05, ranked as that passage); the chunk it names joins chunk_ids and evidence.section_chunks.
+CRATES_A = (
+    "Shipping is done by rail, shipping happens on Mondays and shipping is cheap. A crate is made of wood, "
+    "a crate is painted red and crates are stacked in the yard. Widgets are fragile and widgets are wrapped "
+    "in paper."
+)
+CRATES_B = "The rail company was founded long ago. A shipping crate holds one gross of widgets, twelve dozen."
+
+
+def test_lexical_path_does_not_reach_into_the_section(pg, core_db):
+    """On the lexical path (no stored sentences, no PL/Python: ts_rank scores) the section is not reached:
+    only the chunk retrieved (k 1) is quoted, though the sentence that answers is in the section's second
+    chunk. rag.verify refuses a quote of a chunk it is not given."""
+    e1 = [1.0] + [0.0] * 383
+    e2 = [0.0, 1.0] + [0.0] * 382
+    section = {"anchor": "crates", "section_path": "Crates", "title": "Crates"}
+    items = [
+        {"content": CRATES_A, "embedding": e1, **section},
+        {"content": CRATES_B, "embedding": e2, **section},
+    ]
+    q = "[" + ",".join(str(x) for x in e1) + "]"
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('c')")
+        c.execute("SELECT * FROM rag.store_document('c', 'crates.md', %s)", (json.dumps(items),))
+        ids = dict(c.execute("SELECT content, chunk_id FROM rag.chunk WHERE tenant = 'c'").fetchall())
+        a = ask(c, "How many widgets does a shipping crate hold?", tenant="c", k=1, query_embedding=q)
+        assert a["evidence"]["sentence_scoring"] == "lexical"
+        assert [x["chunk_id"] for x in a["evidence"]["chunks"]] == [ids[CRATES_A]]
+        assert_verbatim(c, a)
+        assert {x["chunk_id"] for x in a["citations"]} == {ids[CRATES_A]}
+        assert "section_chunks" not in a["evidence"]
+        fact = "A shipping crate holds one gross of widgets, twelve dozen."
+        cited_b = [{"n": 1, "chunk_id": ids[CRATES_B], "quote": fact}]
+        status = c.execute(
+            "SELECT status FROM rag.verify(%s, %s, %s)", (fact + " [1]", json.dumps(cited_b), [ids[CRATES_A]])
+        ).fetchone()[0]
+        assert status == "abstained"
+
+
+_NOTES = " ".join(
+    f"The tower keeper writes note number {i} about the weather in the harbour log." for i in range(1, 30)
+)
+LAMPS = f"""# Lighthouse lamps
+
+How long does a lighthouse lamp burn on one litre of paraffin oil? Visitors ask how long a lighthouse lamp \
+burns on one litre of paraffin oil.
+
+{_NOTES}
+
+A lighthouse lamp burns for eleven hours on one litre of paraffin oil.
+
+# Harbour fees
+
+Ships pay a harbour fee for every night they stay at the quay.
+"""
+
+
+def test_quote_from_another_chunk_of_the_section(conn, db):
+    """PL/Python path (stored sentences, MiniLM): the one chunk retrieved (k 1) only repeats the question; the
+    fact is two chunks further down the same section and is quoted from there, with exact offsets, the chunk
+    in evidence.section_chunks and in the logged chunk_ids; the ask replays identically."""
+    conn.execute("SELECT rag.create_tenant('lamps')")
+    conn.execute("SELECT * FROM rag.ingest('lamps', 'lamps.md', %s, 'markdown')", (LAMPS,))
+    chunks = conn.execute(
+        "SELECT chunk_id, chunk_index, anchor FROM rag.chunk WHERE tenant = 'lamps' ORDER BY chunk_index"
+    ).fetchall()
+    fact = next(
+        cid
+        for cid, _, _ in chunks
+        if "eleven hours"
+        in conn.execute("SELECT content FROM rag.chunk WHERE chunk_id = %s", (cid,)).fetchone()[0]
+    )
+    a = ask(conn, "How long does a lighthouse lamp burn on one litre of paraffin oil?", tenant="lamps", k=1)
+    first = a["evidence"]["chunks"][0]["chunk_id"]
+    assert len(a["evidence"]["chunks"]) == 1 and first != fact
+    assert_verbatim(conn, a)
+    quoted = {c["chunk_id"]: c["quote"] for c in a["citations"]}
+    assert quoted[fact] == "A lighthouse lamp burns for eleven hours on one litre of paraffin oil."
+    reached = a["evidence"]["section_chunks"]
+    assert [r["chunk_id"] for r in reached] == [fact] and reached[0]["section_of"] == first
+    assert reached[0]["anchor"] == a["evidence"]["chunks"][0]["anchor"] == "lighthouse-lamps"
+    ask_id, logged = conn.execute(
+        "SELECT ask_id, chunk_ids FROM rag.ask_log WHERE tenant = 'lamps' ORDER BY ask_id DESC LIMIT 1"
+    ).fetchone()
+    assert logged == [first, fact]
+    assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
+    # the section's other chunks, nearest first, ranked as the passage; never another section's chunk
+    reach = conn.execute("SELECT rag._section_chunks('lamps', %s, 8)", ([first],)).fetchone()[0]
+    same = [cid for cid, _, anchor in chunks if anchor == "lighthouse-lamps" and cid != first]
+    assert [r["chunk_id"] for r in reach] == same and {r["rank"] for r in reach} == {1}
+    assert all(r["section_of"] == first for r in reach)
+    assert not {cid for cid, _, anchor in chunks if anchor != "lighthouse-lamps"} & {
+        r["chunk_id"] for r in reach
+    }
+
+
+def test_lexical_scores_leave_out_what_shares_nothing_with_the_question(pg, core_db):
+    """Lexical path: a span scores 0.5 x the share of the question's lexemes it holds plus its ts_rank, in the
+    units of the margins of quote choice. So a second passage's sentence that shares no word with the question
+    does not complete the answer (ts_rank alone, under 0.1, left every span within 0.35 of the best)."""
+    e1 = [1.0] + [0.0] * 383
+    e2 = [0.0, 1.0] + [0.0] * 382
+    items = [
+        {
+            "content": CRATES_B,
+            "embedding": e1,
+            "anchor": "crates",
+            "section_path": "Crates",
+            "title": "Crates",
+        },
+        {
+            "content": "The frobnicator museum opens at nine every morning.",
+            "embedding": e2,
+            "anchor": "museum",
+            "section_path": "Museum",
+            "title": "Museum",
+        },
+    ]
+    q = "[" + ",".join(str(x) for x in e1) + "]"
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('m')")
+        c.execute("SELECT * FROM rag.store_document('m', 'm.md', %s)", (json.dumps(items),))
+        a = ask(c, "How many widgets does a shipping crate hold?", tenant="m", k=2, query_embedding=q)
+        assert a["evidence"]["sentence_scoring"] == "lexical" and len(a["evidence"]["chunks"]) == 2
+        assert_verbatim(c, a)
+        assert [x["quote"] for x in a["citations"]] == [
+            "A shipping crate holds one gross of widgets, twelve dozen."
+        ]
+        scored = c.execute(
+            "SELECT rag._lexical_sentences('english', rag._fts_query('english', %s), %s)",
+            ("widgets crate", json.dumps([{"chunk_id": 1, "content": "A crate of widgets. Nothing here."}])),
+        ).fetchone()[0]
+        assert [(x["quote"], x["share"]) for x in scored] == [
+            ("A crate of widgets.", 1.0),
+            ("Nothing here.", 0.0),
+        ]
+        assert 0.5 < scored[0]["score"] < 0.6 and scored[1]["score"] == 0

@@ -2,27 +2,52 @@
 -- embeddings, else embedded now, else lexically). The gate reads the best one; quote choice ranks them.
 
 -- Sentences of the passages scored lexically in SQL: the fallback when a passage has no stored sentences and
--- pgcite_python is not installed. Spans from rag._text_spans (052-spans.sql), scored by ts_rank.
+-- pgcite_python is not installed. Spans from rag._text_spans (052-spans.sql), scored by weights.lexical_share x
+-- the share of the question's lexemes (of p_query) the span holds, plus its ts_rank: ts_rank alone is mostly
+-- under 0.1, too small next to the margins and preferences of quote choice, which are in the units of a MiniLM
+-- similarity.
 CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    -- rag._quote_weights is defined in 056-quote-forms.sql, after this file: PL/pgSQL resolves it at call time
+    w_share float8 := (rag._quote_weights() ->> 'lexical_share')::float8;
+BEGIN
+    RETURN (
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
         'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos, 'quote', x.sentence, 'sim', NULL,
-        'score', round(pg_catalog.ts_rank(pg_catalog.to_tsvector(p_config, x.sentence), p_query)::numeric, 6)
+        'score', round((w_share * x.share + x.rank)::numeric, 6),
+        'share', round(x.share::numeric, 6)
     ) ORDER BY x.chunk_id, x.start_pos), '[]')
     FROM (
-        SELECT (p.value ->> 'chunk_id')::bigint AS chunk_id, s.start_pos, s.end_pos,
-            pg_catalog.substr(p.value ->> 'content', s.start_pos + 1, s.end_pos - s.start_pos) AS sentence
-        FROM pg_catalog.jsonb_array_elements(p_passages) AS p,
-            rag._text_spans(p.value ->> 'content') AS s
+        SELECT y.*, pg_catalog.ts_rank(y.tsv, p_query) AS rank,
+            CASE WHEN pg_catalog.cardinality(q.lexemes) = 0 THEN 0 ELSE
+                pg_catalog.cardinality(ARRAY(SELECT pg_catalog.unnest(pg_catalog.tsvector_to_array(y.tsv))
+                    INTERSECT SELECT pg_catalog.unnest(q.lexemes)))::float8 / pg_catalog.cardinality(q.lexemes)
+                END AS share
+        FROM (
+            SELECT (p.value ->> 'chunk_id')::bigint AS chunk_id, s.start_pos, s.end_pos,
+                pg_catalog.substr(p.value ->> 'content', s.start_pos + 1, s.end_pos - s.start_pos) AS sentence,
+                pg_catalog.to_tsvector(p_config,
+                    pg_catalog.substr(p.value ->> 'content', s.start_pos + 1, s.end_pos - s.start_pos)) AS tsv
+            FROM pg_catalog.jsonb_array_elements(p_passages) AS p,
+                rag._text_spans(p.value ->> 'content') AS s
+        ) AS y
+        CROSS JOIN (
+            -- the lexemes of the question's query, as written in its text form ('it''s' stands for it's)
+            SELECT ARRAY(SELECT DISTINCT pg_catalog.replace(m.a[1], '''''', '''')
+                FROM pg_catalog.regexp_matches(p_query::text, '''((?:[^'']|'''')+)''', 'g') AS m (a)) AS lexemes
+        ) AS q
     ) AS x
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
-'Internal: the sentence spans of passages (rag._text_spans) scored by ts_rank against the question (used when '
-'sentences are neither stored nor computable: no pgcite_python).';
+'Internal: the sentence spans of passages (rag._text_spans) scored lexically against the question (share of its '
+'lexemes and ts_rank; used when sentences are neither stored nor computable: no pgcite_python).';
 
 -- The content words of a text as the quote scorer compares them: words of letters, digits and "_" longer than
 -- two characters, lower case, not stop words, with a small suffix stemmer (plural and verb forms of a word meet).

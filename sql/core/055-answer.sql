@@ -83,6 +83,40 @@ COMMENT ON FUNCTION rag._answer_options(jsonb) IS
 'Internal: rag.ask''s options checked (22023 naming an unknown key, a value of the wrong type or range, or a '
 'generator that does not exist) and completed with defaults.';
 
+-- The other chunks of the passages' sections, for quotes (rag._answer's section reach): live chunks of the same
+-- document version, anchor and section path as a passage, not passages themselves, each once with the rank of the
+-- best-ranked passage of its section; the p_reach nearest (by chunk index) of each passage, nearest first.
+-- [{chunk_id, rank, section_of, next}] (section_of: the passage's chunk_id; next: it follows a passage).
+CREATE OR REPLACE FUNCTION rag._section_chunks(p_tenant text, p_passages bigint[], p_reach integer)
+RETURNS jsonb
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+        'chunk_id', z.chunk_id, 'rank', z.r, 'section_of', z.passage, 'next', z.next)
+        ORDER BY z.r, z.dist, z.chunk_id), '[]')
+    FROM (
+        SELECT y.*, pg_catalog.row_number() OVER (PARTITION BY y.passage ORDER BY y.dist, y.chunk_id) AS nth
+        FROM (
+            SELECT DISTINCT ON (c2.chunk_id) c2.chunk_id, o.r, c1.chunk_id AS passage,
+                abs(c2.chunk_index - c1.chunk_index) AS dist,
+                EXISTS (SELECT FROM rag.chunk AS c3 WHERE c3.chunk_id = ANY (p_passages)
+                    AND c3.document_id = c2.document_id AND c3.chunk_index = c2.chunk_index - 1) AS next
+            FROM pg_catalog.unnest(p_passages) WITH ORDINALITY AS o (id, r)
+            INNER JOIN rag.chunk AS c1 ON c1.chunk_id = o.id
+            INNER JOIN rag.chunk AS c2 ON c2.tenant = p_tenant AND c2.document_id = c1.document_id
+                AND c2.anchor IS NOT DISTINCT FROM c1.anchor AND c2.section_path = c1.section_path
+                AND c2.retired_at IS NULL AND NOT c2.chunk_id = ANY (p_passages)
+            ORDER BY c2.chunk_id, o.r
+        ) AS y
+    ) AS z
+    WHERE z.nth <= p_reach
+$fn$;
+COMMENT ON FUNCTION rag._section_chunks(text, bigint[], integer) IS
+'Internal: the other chunks of the passages'' sections, nearest first, ranked as their passage, for quotes '
+'(rag._answer''s section reach): [{chunk_id, rank, section_of, next}].';
+
 -- The whole answer pipeline for one question, without logging (rag.ask logs, rag.replay compares).
 CREATE OR REPLACE FUNCTION rag._answer(
     p_question text, p_corrected text, p_tenant text, p_k integer, p_qemb public.vector, p_options jsonb,
@@ -121,6 +155,10 @@ DECLARE
     gate jsonb;
     fingerprint text;
     failed text [] := '{}';
+    reach jsonb := '[]';
+    reach_ids bigint [];
+    reach_scored jsonb;
+    quoted_reach bigint [];
 BEGIN
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -176,6 +214,43 @@ BEGIN
         WHERE (s ->> 'end')::integer - (s ->> 'start')::integer >= 20;
     END IF;
 
+    -- Section reach: the other chunks of the passages' sections (rag._section_chunks), their spans scored the
+    -- same way, lowered by weights.section and ranked as their passage, are candidates for quotes too (not for
+    -- the gate). A chunk quoted that way is listed in evidence.section_chunks and in chunk_ids. Only with MiniLM
+    -- scores from stored sentences: weights.section is a cosine margin, meaningless next to ts_rank's scores,
+    -- and embedding a section's chunks at ask time would cost more than the answer.
+    IF best_sentence IS NOT NULL THEN
+        reach := rag._section_chunks(p_tenant, ids[1:n_passages], (rag._quote_weights() ->> 'reach')::integer);
+    END IF;
+    IF pg_catalog.jsonb_array_length(reach) > 0 THEN
+        reach_ids := ARRAY(SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(reach) AS e);
+        IF NOT EXISTS (SELECT FROM pg_catalog.unnest(reach_ids) AS r (id)
+            WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
+            reach_scored := rag._sentence_scores(p_question, p_qemb, reach_ids);
+        END IF;
+        -- a section chunk is kept when its best span (lowered, with the rank penalty of its passage) comes within
+        -- weights.complete of the passages' best span, or when it follows a passage (a block may carry on there):
+        -- others could never be quoted, and each span costs quote choice time
+        SELECT coalesce(pg_catalog.jsonb_agg(x.s || pg_catalog.jsonb_build_object('score', x.score, 'rank', x.r)
+            ORDER BY (x.s ->> 'chunk_id')::bigint, (x.s ->> 'start')::integer), '[]')
+        INTO reach_scored
+        FROM (
+            SELECT s.value AS s, (r ->> 'rank')::integer AS r, (r ->> 'next')::boolean AS next,
+                (s.value ->> 'score')::float8 - (rag._quote_weights() ->> 'section')::float8 AS score,
+                max((s.value ->> 'score')::float8) OVER (PARTITION BY s.value ->> 'chunk_id')
+                    - (rag._quote_weights() ->> 'section')::float8
+                    - rank_penalty * ((r ->> 'rank')::integer - 1) AS chunk_best
+            FROM pg_catalog.jsonb_array_elements(coalesce(reach_scored, '[]')) AS s
+            INNER JOIN pg_catalog.jsonb_array_elements(reach) AS r ON r ->> 'chunk_id' = s.value ->> 'chunk_id'
+        ) AS x
+        WHERE x.next OR x.chunk_best >= (
+            SELECT max((s3 ->> 'score')::float8 - rank_penalty * (o.r - 1))
+            FROM pg_catalog.jsonb_array_elements(scored) AS s3
+            INNER JOIN pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS o (id, r)
+                ON o.id = (s3 ->> 'chunk_id')::bigint
+        ) - (rag._quote_weights() ->> 'complete')::float8;
+    END IF;
+
     -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
     -- of the question's words in the top passages, similarity of the best sentence), so one weak signal
     -- cannot be outvoted by the others. Names the passages lack can only lower it: by the fourth root of
@@ -211,7 +286,21 @@ BEGIN
     END IF;
 
     -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.
-    picked := rag._choose_quotes(p_question, corrected, ids[1:n_passages], scored, max_quotes, margin, rank_penalty);
+    picked := rag._choose_quotes(p_question, corrected, ids[1:n_passages] || coalesce(reach_ids, '{}'),
+        scored || coalesce(reach_scored, '[]'), max_quotes, margin, rank_penalty);
+    -- the section chunks quoted join the evidence (those retrieved below the passages are listed already)
+    SELECT coalesce(pg_catalog.array_agg(x.id ORDER BY x.id), '{}') INTO quoted_reach
+    FROM (SELECT DISTINCT (e ->> 'chunk_id')::bigint AS id FROM pg_catalog.jsonb_array_elements(picked) AS e) AS x
+    WHERE x.id = ANY (coalesce(reach_ids, '{}')) AND NOT x.id = ANY (coalesce(ids, '{}'));
+    IF quoted_reach <> '{}' THEN
+        chunk_ids := chunk_ids || quoted_reach;
+        evidence := evidence || pg_catalog.jsonb_build_object('section_chunks', (
+            SELECT pg_catalog.jsonb_agg(r || pg_catalog.jsonb_build_object('doc_key', c.doc_key,
+                'chunk_index', c.chunk_index, 'anchor', c.anchor, 'title', c.title) ORDER BY c.chunk_id)
+            FROM pg_catalog.jsonb_array_elements(reach) AS r
+            INNER JOIN rag.chunk AS c ON c.chunk_id = (r ->> 'chunk_id')::bigint
+            WHERE c.chunk_id = ANY (quoted_reach)));
+    END IF;
     SELECT
         pg_catalog.string_agg((x.q ->> 'quote') || ' [' || x.n || ']', ' ' ORDER BY x.o),
         pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -227,7 +316,7 @@ BEGIN
         ) AS f ON f.chunk_id = e.q ->> 'chunk_id'
     ) AS x;
 
-    SELECT * INTO v FROM rag.verify(draft, draft_citations, ids);
+    SELECT * INTO v FROM rag.verify(draft, draft_citations, chunk_ids);
     status := v.status;
     answer := v.answer;
     reason := v.reason;

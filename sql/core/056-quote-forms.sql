@@ -154,12 +154,16 @@ PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT '{"names": 0.1, "howto": 0.2, "why": 0.05, "defines": 0.1, "neighbour": 0.15, "inherit": 0.05,
-        "echo": 0.2, "complete": 0.35}'::jsonb
+        "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8,
+        "lexical_share": 0.5}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
 'how far below its paragraph''s best a sentence of the asked form stands, the demotion of an echo of the '
-'question, and how far below the best the quote that completes an answer may stand (rag._choose_quotes).';
+'question, how far below the best the quote that completes an answer may stand (rag._choose_quotes), and '
+'section reach (rag._answer): how much lower the spans of a passage''s other section chunks score and how many '
+'of them (nearest first) are read; on the lexical path, the weight of the share of the question''s lexemes in a '
+'span''s score (rag._lexical_sentences).';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and

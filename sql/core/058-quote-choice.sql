@@ -4,7 +4,8 @@
 -- The quotes for an answer, best first: [{chunk_id, start, end, quote, score}] (0-based offsets into the chunk's
 -- content; quote = its substring), for the question as asked and as corrected. p_scored holds every sentence
 -- span of the passages with its score ({chunk_id, start, end, score}; rag._sentence_scores or the lexical
--- fallback), p_ids the passages in rank order.
+-- fallback; an optional rank: the rank its chunk counts as, for the section chunks of rag._answer's section
+-- reach), p_ids the passages in rank order (then those section chunks).
 --   * A span that mostly repeats the question (three or more content words, three quarters of them the
 --     question's: a quoted error message, the question's own example) is lowered by weights.echo.
 --   * For a "how do I" question a span that says what to do, for a "why" question one that gives a reason, counts
@@ -113,7 +114,8 @@ BEGIN
                     >= 0.75 * pg_catalog.cardinality(z.t)
              FROM (SELECT rag._content_terms(pg_catalog.substr(y.content, y.s + 1, y.e - y.s)) AS t) AS z) AS echo
         FROM (
-            SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id, o.r::integer AS r, c.content,
+            SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id,
+                coalesce((e.value ->> 'rank')::integer, o.r::integer) AS r, c.content,
                 c.doc_key || '/' || c.doc_version AS doc, c.chunk_index AS idx,
                 (e.value ->> 'start')::integer AS s, (e.value ->> 'end')::integer AS e,
                 coalesce((e.value ->> 'score')::float8, 0) AS score,
