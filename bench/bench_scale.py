@@ -30,6 +30,9 @@ failures and latency percentiles are those of the last DURATION seconds of pgben
 window starts after every client's first transaction); pgbench's own totals (tps, failed transactions,
 aborted clients) are printed too.
 
+Before timing, every tenant with at least TENANT_INDEX_MIN (5000; 0: none) live chunks gets its partial HNSW
+index (rag._index_tenants; build time and size printed), which the vector leg then uses.
+
 Environment: SIZE (100000), DURATION (60), WARMUP (45), QUESTIONS per class (100), CLIENTS (8), SEED (1),
 BENCH_DB (pgcite_bench), DATABASE_URL (else the embedded cluster, as the other benchmarks). The role
 pgcite_bench_reader must be able to log in (trust on the embedded cluster). Results also go to
@@ -325,6 +328,17 @@ def report(result: dict) -> str:
     lines.append(
         f"peer table: copy {p['copy_s']} s, HNSW build {p['hnsw_build_s']} s, HNSW {p['hnsw_mb']} MB"
     )
+    ti = result.get("tenant_indexes") or []
+    if ti:
+        lines.append(
+            f"partial HNSW indexes (rag._index_tenants, TENANT_INDEX_MIN {result.get('tenant_index_min')}): "
+            f"{len(ti)} tenants, {sum(t['live_chunks'] for t in ti)} chunks, "
+            f"build {round(sum(t['build_s'] for t in ti), 1)} s, "
+            f"{round(sum(t['size_mb'] for t in ti), 1)} MB; "
+            + ", ".join(
+                f"{t['tenant']} {t['live_chunks']}: {t['build_s']} s {t['size_mb']} MB" for t in ti[:6]
+            )
+        )
     lines.append("")
     lines.append(f"{'class':<8} {'call':<9} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     lat = result["latency"]["latency_ms"]
@@ -374,9 +388,11 @@ def main() -> None:
     clients = env_int("CLIENTS", 8)
     per_class = env_int("QUESTIONS", 100)
     result: dict = {"size": size, "seed": seed, "db": dbname}
+    result["tenant_index_min"] = env_int("TENANT_INDEX_MIN", 5000)
     result["corpus"] = corpus.ensure(size, seed, dbname)
     result["questions"] = questions.ensure(dbname, per_class, seed)
     result["peer_table"] = ensure_peer(dbname)
+    result["tenant_indexes"] = corpus.ensure_tenant_indexes(dbname, env_int("TENANT_INDEX_MIN", 5000))
     out = corpus.OUT / f"scale-{size}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     result["latency"] = run_latency(dbname, seed)
