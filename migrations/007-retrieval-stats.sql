@@ -8,7 +8,7 @@
 -- - rag.tenant_title: each distinct title of the tenant once, with the stripped title the trigram leg scores
 --   and its lexemes, so that leg scores the titles sharing a word with the question, found through GIN.
 -- They hold no text a tenant's readers could not read, but like rag.sentence they are read only by pgcite's
--- own functions: row security on, no policy.
+-- own functions: row security on, no policy. Derived, so not dumped: a restore's COPY of rag.chunk fills them.
 CREATE TABLE rag.tenant_stat (
     tenant text PRIMARY KEY REFERENCES rag.tenant (tenant),
     live_chunks bigint NOT NULL DEFAULT 0

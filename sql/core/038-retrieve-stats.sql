@@ -3,6 +3,8 @@
 -- deleted; rag.chunk's own trigger refuses it). rag.ingest inserts a document's chunks in one statement, so
 -- the cost is one grouped upsert per table per document. A bulk load that bypasses triggers (COPY with
 -- session_replication_role = replica, as bench/corpus.py) calls rag._rebuild_retrieval_stats() after it.
+-- The tables are not in pg_dump's output (no pg_extension_config_dump): restoring a dump COPYs rag.chunk,
+-- and the insert trigger counts its rows again.
 -- The per-tenant partial HNSW indexes of the vector leg are built here too (rag._index_tenants).
 
 -- The title the trigram leg compares with the question: without its section number ("23.1. ", "F.35.2 ").
@@ -18,84 +20,62 @@ $fn$;
 COMMENT ON FUNCTION rag._title_stripped(text) IS
 'Internal: a chunk title without its leading section number, as the title-trigram leg scores it.';
 
--- Adds (sign 1) or removes (sign -1) live chunks to the three tables. Rows are upserted in key order, so two
--- concurrent ingests into one tenant take their row locks in the same order (a removal is an upsert too, of a
--- negative count: the tables have no CHECK (>= 0), which an INSERT ... ON CONFLICT checks on the proposed row).
-CREATE OR REPLACE FUNCTION rag._count_chunks(p_rows rag.chunk [], p_sign integer)
-RETURNS void
+-- One trigger function for both statements: the rows a statement inserted live (sign 1) or retired
+-- (sign -1), grouped, upserted into the three tables in key order, so two concurrent ingests into one
+-- tenant take their row locks in the same order. A removal is an upsert too, of a negative count (the
+-- tables have no CHECK (>= 0), which INSERT ... ON CONFLICT would check on the proposed row). The rows are
+-- read from the transition tables by EXECUTE, which sees them only in the trigger function itself; the
+-- source is one of two constant queries, never input. Only the columns the counts need are read, so a
+-- restore that COPYs a million chunks in one statement does not hold them in memory.
+CREATE OR REPLACE FUNCTION rag._chunk_stats()
+RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    src text;
+    sgn integer;
 BEGIN
-    IF coalesce(pg_catalog.cardinality(p_rows), 0) = 0 THEN
-        RETURN;
+    IF TG_OP = 'INSERT' THEN
+        src := 'SELECT n.tenant, n.title, n.ts_config, n.tsv FROM new_rows AS n WHERE n.retired_at IS NULL';
+        sgn := 1;
+    ELSE
+        src := 'SELECT n.tenant, n.title, n.ts_config, n.tsv FROM new_rows AS n '
+            'INNER JOIN old_rows AS o ON o.chunk_id = n.chunk_id '
+            'WHERE o.retired_at IS NULL AND n.retired_at IS NOT NULL';
+        sgn := -1;
     END IF;
-    INSERT INTO rag.tenant_stat AS s (tenant, live_chunks)
-    SELECT r.tenant, p_sign * pg_catalog.count(*)
-    FROM pg_catalog.unnest(p_rows) AS r
-    GROUP BY r.tenant
-    ORDER BY r.tenant
-    ON CONFLICT (tenant) DO UPDATE SET live_chunks = s.live_chunks + excluded.live_chunks;
-
-    INSERT INTO rag.tenant_lexeme AS l (tenant, lexeme, live_chunks)
-    SELECT r.tenant, x.lexeme, p_sign * pg_catalog.count(*)
-    FROM pg_catalog.unnest(p_rows) AS r
-    CROSS JOIN LATERAL pg_catalog.unnest(r.tsv) AS x (lexeme, positions, weights)
-    GROUP BY r.tenant, x.lexeme
-    ORDER BY r.tenant, x.lexeme
-    ON CONFLICT (tenant, lexeme) DO UPDATE SET live_chunks = l.live_chunks + excluded.live_chunks;
-
-    INSERT INTO rag.tenant_title AS t (tenant, title, stripped, tsv, live_chunks)
-    SELECT g.tenant, g.title, rag._title_stripped(g.title),
-        pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), g.n
-    FROM (
-        SELECT r.tenant, r.title, (pg_catalog.array_agg(r.ts_config))[1] AS cfg, p_sign * pg_catalog.count(*) AS n
-        FROM pg_catalog.unnest(p_rows) AS r
-        WHERE r.title <> ''
-        GROUP BY r.tenant, r.title
-    ) AS g
-    ORDER BY g.tenant, g.title
-    ON CONFLICT (tenant, title) DO UPDATE SET live_chunks = t.live_chunks + excluded.live_chunks;
-END
-$fn$;
-COMMENT ON FUNCTION rag._count_chunks(rag.chunk [], integer) IS
-'Internal: adds (1) or removes (-1) chunks to the per-tenant counts of live chunks, lexemes and titles.';
-
-CREATE OR REPLACE FUNCTION rag._chunk_stats_insert()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-BEGIN
-    PERFORM rag._count_chunks(ARRAY(SELECT n::rag.chunk FROM new_rows AS n WHERE n.retired_at IS NULL), 1);
+    EXECUTE pg_catalog.format(
+        'INSERT INTO rag.tenant_stat AS s (tenant, live_chunks) '
+        'SELECT r.tenant, %s * pg_catalog.count(*) FROM (%s) AS r GROUP BY r.tenant ORDER BY r.tenant '
+        'ON CONFLICT (tenant) DO UPDATE SET live_chunks = s.live_chunks + excluded.live_chunks', sgn, src);
+    EXECUTE pg_catalog.format(
+        'INSERT INTO rag.tenant_lexeme AS l (tenant, lexeme, live_chunks) '
+        'SELECT r.tenant, x.lexeme, %s * pg_catalog.count(*) FROM (%s) AS r '
+        'CROSS JOIN LATERAL pg_catalog.unnest(r.tsv) AS x (lexeme, positions, weights) '
+        'GROUP BY r.tenant, x.lexeme ORDER BY r.tenant, x.lexeme '
+        'ON CONFLICT (tenant, lexeme) DO UPDATE SET live_chunks = l.live_chunks + excluded.live_chunks', sgn, src);
+    EXECUTE pg_catalog.format(
+        'INSERT INTO rag.tenant_title AS t (tenant, title, stripped, tsv, live_chunks) '
+        'SELECT g.tenant, g.title, rag._title_stripped(g.title), '
+        '    pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), g.n '
+        'FROM (SELECT r.tenant, r.title, (pg_catalog.array_agg(r.ts_config))[1] AS cfg, %s * pg_catalog.count(*) AS n '
+        '      FROM (%s) AS r WHERE r.title <> %L GROUP BY r.tenant, r.title) AS g '
+        'ORDER BY g.tenant, g.title '
+        'ON CONFLICT (tenant, title) DO UPDATE SET live_chunks = t.live_chunks + excluded.live_chunks', sgn, src, '');
     RETURN NULL;
 END
 $fn$;
-COMMENT ON FUNCTION rag._chunk_stats_insert() IS
-'Internal trigger: counts the live chunks a statement inserted into the per-tenant retrieval statistics.';
-
-CREATE OR REPLACE FUNCTION rag._chunk_stats_update()
-RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-BEGIN
-    PERFORM rag._count_chunks(ARRAY(
-        SELECT n::rag.chunk FROM new_rows AS n INNER JOIN old_rows AS o ON o.chunk_id = n.chunk_id
-        WHERE o.retired_at IS NULL AND n.retired_at IS NOT NULL
-    ), -1);
-    RETURN NULL;
-END
-$fn$;
-COMMENT ON FUNCTION rag._chunk_stats_update() IS
-'Internal trigger: removes the chunks a statement retired from the per-tenant retrieval statistics.';
+COMMENT ON FUNCTION rag._chunk_stats() IS
+'Internal trigger: counts the live chunks a statement inserted, or uncounts those it retired, in the per-tenant '
+'retrieval statistics.';
 
 CREATE OR REPLACE TRIGGER chunk_stats_insert AFTER INSERT ON rag.chunk
 REFERENCING NEW TABLE AS new_rows
-FOR EACH STATEMENT EXECUTE FUNCTION rag._chunk_stats_insert();
+FOR EACH STATEMENT EXECUTE FUNCTION rag._chunk_stats();
 CREATE OR REPLACE TRIGGER chunk_stats_update AFTER UPDATE ON rag.chunk
 REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-FOR EACH STATEMENT EXECUTE FUNCTION rag._chunk_stats_update();
+FOR EACH STATEMENT EXECUTE FUNCTION rag._chunk_stats();
 
 -- Recomputes the three tables from rag.chunk (after a bulk load that bypassed the triggers, or to check them).
 CREATE OR REPLACE FUNCTION rag._rebuild_retrieval_stats()
