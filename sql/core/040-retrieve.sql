@@ -97,7 +97,9 @@ BEGIN
     SELECT pg_catalog.array_agg(DISTINCT u.word)
     INTO unknown
     FROM pg_catalog.unnest(words) AS u (word)
-    WHERE NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = u.word);
+    WHERE NOT EXISTS (
+        SELECT FROM rag.term AS k WHERE k.tenant = p_tenant COLLATE "default" AND k.term = u.word COLLATE "default"
+    );
     IF unknown IS NOT NULL AND pg_catalog.to_regprocedure('rag._common_words(text[])') IS NOT NULL THEN
         EXECUTE 'SELECT rag._common_words($1)' INTO real_words USING unknown;
     END IF;
@@ -113,8 +115,8 @@ BEGIN
             AND w.word !~ '^[0-9_]+$'
             AND w.word = ANY (unknown)
             AND NOT (w.word = ANY (real_words))
-            AND t.tenant = p_tenant
-            AND t.term OPERATOR(public.%) w.word
+            AND t.tenant = p_tenant COLLATE "default"
+            AND t.term OPERATOR(public.%) (w.word COLLATE "default")
             AND public.similarity(t.term, w.word) >= min_similarity
             AND public.levenshtein_less_equal(t.term, w.word, 2)
                 <= CASE WHEN pg_catalog.length(w.word) <= 5 THEN 1 ELSE 2 END
@@ -209,13 +211,15 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT coalesce((SELECT s.live_chunks FROM rag.tenant_stat AS s WHERE s.tenant = p_tenant), 0)::bigint
+    SELECT coalesce((
+        SELECT s.live_chunks FROM rag.tenant_stat AS s WHERE s.tenant = p_tenant COLLATE "default"
+    ), 0)::bigint
 $fn$;
 COMMENT ON FUNCTION rag._live_chunks(text) IS
 'Internal: how many live chunks a tenant has (rag.tenant_stat).';
 
 -- A tsquery matching any of the lexemes (already normalised: no dictionary runs again); NULL for none.
-CREATE OR REPLACE FUNCTION rag._any_lexeme(p_lexemes text [])
+CREATE OR REPLACE FUNCTION rag._any_lexeme(p_lexemes text[])
 RETURNS tsquery
 LANGUAGE sql
 IMMUTABLE
@@ -224,7 +228,7 @@ AS $fn$
     SELECT pg_catalog.string_agg(pg_catalog.array_to_tsvector(ARRAY[l.lexeme])::text, ' | ' ORDER BY l.lexeme)::tsquery
     FROM pg_catalog.unnest(p_lexemes) AS l (lexeme)
 $fn$;
-COMMENT ON FUNCTION rag._any_lexeme(text []) IS
+COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 'Internal: the tsquery lexeme1 | lexeme2 | ... of normalised lexemes (NULL for an empty array).';
 
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
@@ -257,6 +261,10 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
+    -- Callers pass the tenant with collation "C" (a function call with a `name` argument such as current_user
+    -- collates all its text arguments "C"), and an index on a text column (default collation) can serve only
+    -- comparisons in its own collation: without this every tenant filter below would scan the whole table.
+    v_tenant text COLLATE "default" := p_tenant;
     corrected text := p_corrected;
     q tsquery := rag._fts_query(t.ts_config, corrected);
     lexemes text [] := pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected));
@@ -276,6 +284,9 @@ DECLARE
     kept text [];
     rarest text;
     n_dropped bigint;
+    kept_df bigint;
+    n_table bigint;
+    scan_tenant boolean := false;
 BEGIN
     IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
         use_ann := true;
@@ -302,20 +313,28 @@ BEGIN
     IF q IS NOT NULL AND pg_catalog.strpos(q::text, '!') = 0 THEN
         SELECT pg_catalog.array_agg(y.lexeme ORDER BY y.lexeme) FILTER (WHERE y.run <= fts_budget),
             pg_catalog.count(*) FILTER (WHERE y.run > fts_budget),
-            (pg_catalog.array_agg(y.lexeme ORDER BY y.df, y.lexeme))[1]
-        INTO kept, n_dropped, rarest
+            (pg_catalog.array_agg(y.lexeme ORDER BY y.df, y.lexeme))[1],
+            coalesce(max(y.run) FILTER (WHERE y.run <= fts_budget), min(y.df))
+        INTO kept, n_dropped, rarest, kept_df
         FROM (
             SELECT x.lexeme, x.df, sum(x.df) OVER (ORDER BY x.df, x.lexeme) AS run
             FROM (
                 SELECT l.lexeme, coalesce(s.live_chunks, 0) AS df
                 FROM pg_catalog.unnest(lexemes) AS l (lexeme)
-                LEFT JOIN rag.tenant_lexeme AS s ON s.tenant = p_tenant AND s.lexeme = l.lexeme
+                LEFT JOIN rag.tenant_lexeme AS s ON s.tenant = v_tenant AND s.lexeme = l.lexeme COLLATE "default"
             ) AS x
             WHERE x.df > 0
         ) AS y;
         IF n_dropped > 0 THEN
             q_match := rag._any_lexeme(coalesce(kept, ARRAY[rarest]));
         END IF;
+        -- The GIN index holds every tenant's chunks: its bitmap for the chosen lexemes costs about their
+        -- matches in the whole table (~0.15 us each), about kept_df / share. A small tenant's own rows
+        -- filtered by @@ (its tenant index, ~4 us a row with the tsvector read) cost less when
+        -- n^2 * 27 < kept_df * table: the second branch of fts_match (OFFSET 0 keeps @@ out of the scan).
+        SELECT sum(s.live_chunks) INTO n_table FROM rag.tenant_stat AS s;
+        scan_tenant := n_active::float8 * n_active * 27
+            < greatest(coalesce(kept_df, 0), 1)::float8 * coalesce(n_table, 0);
     END IF;
 
     RETURN QUERY
@@ -328,7 +347,7 @@ BEGIN
             FROM (
                 SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
                 FROM rag.chunk AS c
-                WHERE c.tenant = p_tenant AND c.retired_at IS NULL
+                WHERE c.tenant = v_tenant AND c.retired_at IS NULL
                     AND (ann_ids IS NULL OR c.chunk_id = ANY (ann_ids))
                 ORDER BY raw, c.doc_key, c.chunk_index, c.chunk_id
                 LIMIT p_depth
@@ -339,7 +358,14 @@ BEGIN
     -- fts_budget of them ranked
     fts_match AS MATERIALIZED (
         SELECT m.chunk_id FROM rag.chunk AS m
-        WHERE m.tenant = p_tenant AND m.retired_at IS NULL AND m.tsv @@ q_match
+        WHERE NOT scan_tenant AND m.tenant = v_tenant AND m.retired_at IS NULL AND m.tsv @@ q_match
+        UNION ALL
+        SELECT s.chunk_id FROM (
+            SELECT m.chunk_id, m.tsv FROM rag.chunk AS m
+            WHERE scan_tenant AND m.tenant = v_tenant AND m.retired_at IS NULL
+            OFFSET 0
+        ) AS s
+        WHERE s.tsv @@ q_match
     ),
     fts AS (
         SELECT f.chunk_id, f.s,
@@ -358,7 +384,7 @@ BEGIN
     titles AS (
         SELECT x.title, round(public.word_similarity(x.stripped, corrected)::numeric, 6)::float8 AS s
         FROM rag.tenant_title AS x
-        WHERE x.tenant = p_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
+        WHERE x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
     ),
     trgm AS (
         SELECT g.chunk_id, g.s,
@@ -366,7 +392,7 @@ BEGIN
         FROM (
             SELECT c.chunk_id, c.doc_key, c.chunk_index, ti.s
             FROM titles AS ti
-            INNER JOIN rag.chunk AS c ON c.tenant = p_tenant AND c.retired_at IS NULL AND c.title = ti.title
+            INNER JOIN rag.chunk AS c ON c.tenant = v_tenant AND c.retired_at IS NULL AND c.title = ti.title
             WHERE ti.s >= min_title
             ORDER BY ti.s DESC, c.doc_key, c.chunk_index, c.chunk_id
             LIMIT p_depth

@@ -60,7 +60,8 @@ AS $fn$
             -- in how many live chunks of the tenant the lexeme occurs: one row of rag.tenant_lexeme (was a
             -- count of up to 15 % of the tenant's chunks per word)
             coalesce((
-                SELECT s.live_chunks FROM rag.tenant_lexeme AS s WHERE s.tenant = p_tenant AND s.lexeme = l.lexeme
+                SELECT s.live_chunks FROM rag.tenant_lexeme AS s
+                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lexeme COLLATE "default"
             ), 0) > 0.15 * p_live AS generic,
             coalesce((
                 SELECT m.n >= 3 AND m.n >= 0.5 * (SELECT pg_catalog.count(*) FROM occ WHERE occ.lexeme = l.lexeme)
