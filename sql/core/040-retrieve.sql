@@ -235,13 +235,14 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 -- Each leg reads a bounded number of rows through an index, whatever the tenant's size:
 -- - vector: exact for a tenant of up to exact_search_limit live chunks without a partial HNSW index of its
 --   own (rag._index_tenants); else HNSW (its own index, or the table's when the
---   tenant is at least a tenth of the table) with pgvector's iterative scan, p_depth * 4 candidates re-scored
---   exactly. A tenant below a tenth of the table without its own index is searched exactly: a filtered scan
+--   tenant is at least a tenth of the table) with pgvector's iterative scan, ef_search / 2 candidates
+--   re-scored exactly. A tenant below a tenth of the table without its own index is searched exactly: a filtered scan
 --   of the table's graph visits about p_depth * 4 / share rows, more than the tenant has.
 -- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
 --   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 25, then ranked by ts_rank_cd
 --   with the whole question; when every lexeme fits, that is every match, exactly as an unbounded leg.
---   If the rarest lexeme alone is over the budget, its newest p_depth * 25 matches are ranked.
+--   If the rarest lexeme alone is over the budget, the newest p_depth * 25 chunks with both of the two
+--   rarest lexemes are ranked.
 -- - titles: the tenant's distinct titles (rag.tenant_title) sharing a lexeme with the question (GIN), each
 --   scored once by word_similarity.
 CREATE OR REPLACE FUNCTION rag._candidates(
@@ -283,10 +284,13 @@ DECLARE
     ann_ids bigint [];
     kept text [];
     rarest text;
+    second text;
     n_dropped bigint;
     kept_df bigint;
     n_table bigint;
     scan_tenant boolean := false;
+    big_share boolean := false;
+    ef integer;
 BEGIN
     IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
         use_ann := true;
@@ -297,13 +301,17 @@ BEGIN
         -- HNSW with pgvector's iterative scan, so the tenant filter never starves the result; over-fetch,
         -- then every candidate is re-scored exactly below. The tenant is a literal, so the planner can
         -- prove the predicate of the tenant's own partial index.
+        -- ef_search and over-fetch measured at 1M chunks (docs/BENCHMARKS.md, 0.5.0): with 200 / 160 the
+        -- vector leg's recall@10 was 0.942 for a 350,000-chunk tenant, one question 0.0 (its near-copies
+        -- form clusters the greedy search misses); 800 / 400 gave 1.000, and 400 / 200 1.000 at 10,000
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        PERFORM pg_catalog.set_config('hnsw.ef_search', least(1000, greatest(200, p_depth * 5))::text, true);
+        ef := least(1000, greatest(p_depth * 10, CASE WHEN n_active > 100000 THEN 800 ELSE 400 END));
+        PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
         EXECUTE pg_catalog.format(
             'SELECT pg_catalog.array_agg(a.chunk_id) FROM ('
             ' SELECT c.chunk_id FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
             ' ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2) AS a', p_tenant)
-        INTO ann_ids USING p_qemb, p_depth * 4;
+        INTO ann_ids USING p_qemb, ef / 2;
         IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
             ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
         END IF;
@@ -314,8 +322,9 @@ BEGIN
         SELECT pg_catalog.array_agg(y.lexeme ORDER BY y.lexeme) FILTER (WHERE y.run <= fts_budget),
             pg_catalog.count(*) FILTER (WHERE y.run > fts_budget),
             (pg_catalog.array_agg(y.lexeme ORDER BY y.df, y.lexeme))[1],
+            (pg_catalog.array_agg(y.lexeme ORDER BY y.df, y.lexeme))[2],
             coalesce(max(y.run) FILTER (WHERE y.run <= fts_budget), min(y.df))
-        INTO kept, n_dropped, rarest, kept_df
+        INTO kept, n_dropped, rarest, second, kept_df
         FROM (
             SELECT x.lexeme, x.df, sum(x.df) OVER (ORDER BY x.df, x.lexeme) AS run
             FROM (
@@ -325,8 +334,13 @@ BEGIN
             ) AS x
             WHERE x.df > 0
         ) AS y;
-        IF n_dropped > 0 THEN
-            q_match := rag._any_lexeme(coalesce(kept, ARRAY[rarest]));
+        IF n_dropped > 0 AND kept IS NOT NULL THEN
+            q_match := rag._any_lexeme(kept);
+        ELSIF n_dropped > 0 THEN
+            -- even the rarest lexeme is in more chunks than the budget (the largest tenant at 1M: ~10,000):
+            -- chunks with both of the two rarest (GIN intersects their lists), the newest fts_budget ranked
+            q_match := rag._any_lexeme(ARRAY[rarest]) OPERATOR(pg_catalog.&&) coalesce(
+                rag._any_lexeme(ARRAY[second]), rag._any_lexeme(ARRAY[rarest]));
         END IF;
         -- The GIN index holds every tenant's chunks: its bitmap for the chosen lexemes costs about their
         -- matches in the whole table (~0.15 us each), about kept_df / share. A small tenant's own rows
@@ -335,6 +349,7 @@ BEGIN
         SELECT sum(s.live_chunks) INTO n_table FROM rag.tenant_stat AS s;
         scan_tenant := n_active::float8 * n_active * 27
             < greatest(coalesce(kept_df, 0), 1)::float8 * coalesce(n_table, 0);
+        big_share := n_active * 10 >= coalesce(n_table, 0);
     END IF;
 
     RETURN QUERY
@@ -347,8 +362,13 @@ BEGIN
             FROM (
                 SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
                 FROM rag.chunk AS c
-                WHERE c.tenant = v_tenant AND c.retired_at IS NULL
-                    AND (ann_ids IS NULL OR c.chunk_id = ANY (ann_ids))
+                -- re-score of the index's candidates: by primary key; the tenant test stays a filter (IS TRUE),
+                -- as the planner, without statistics on tenant (010-security.sql), would otherwise AND the
+                -- primary key bitmap with the tenant index's (350,000 rows of the largest tenant at 1M: 21 ms)
+                WHERE c.retired_at IS NULL AND CASE
+                    WHEN ann_ids IS NULL THEN c.tenant = v_tenant
+                    ELSE c.chunk_id = ANY (ann_ids) AND (c.tenant = v_tenant) IS TRUE
+                END
                 ORDER BY raw, c.doc_key, c.chunk_index, c.chunk_id
                 LIMIT p_depth
             ) AS w
@@ -358,7 +378,14 @@ BEGIN
     -- fts_budget of them ranked
     fts_match AS MATERIALIZED (
         SELECT m.chunk_id FROM rag.chunk AS m
-        WHERE NOT scan_tenant AND m.tenant = v_tenant AND m.retired_at IS NULL AND m.tsv @@ q_match
+        WHERE NOT scan_tenant AND NOT big_share AND m.tenant = v_tenant AND m.retired_at IS NULL
+            AND m.tsv @@ q_match
+        UNION ALL
+        -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
+        -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
+        SELECT m.chunk_id FROM rag.chunk AS m
+        WHERE NOT scan_tenant AND big_share AND m.tsv @@ q_match AND m.retired_at IS NULL
+            AND (m.tenant = v_tenant) IS TRUE
         UNION ALL
         SELECT s.chunk_id FROM (
             SELECT m.chunk_id, m.tsv FROM rag.chunk AS m
@@ -381,10 +408,22 @@ BEGIN
         ) AS f
     ),
     -- title leg: each distinct title of the tenant sharing a lexeme with the question, scored once
-    titles AS (
-        SELECT x.title, round(public.word_similarity(x.stripped, corrected)::numeric, 6)::float8 AS s
+    scored AS (
+        SELECT x.title, x.live_chunks,
+            round(public.word_similarity(x.stripped, corrected)::numeric, 6)::float8 AS s
         FROM rag.tenant_title AS x
         WHERE x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
+    ),
+    -- only the best titles can hold the leg's p_depth chunks: those scoring at least the title at which the
+    -- titles' chunk counts (best first) reach p_depth (ties included), so no more chunks are read than that
+    titles AS (
+        SELECT sc.title, sc.s FROM scored AS sc
+        WHERE sc.s >= min_title AND sc.s >= coalesce((
+            SELECT min(y.s) FROM (
+                SELECT z.s, sum(z.live_chunks) OVER (ORDER BY z.s DESC, z.title) - z.live_chunks AS before
+                FROM scored AS z WHERE z.s >= min_title
+            ) AS y WHERE y.before < p_depth
+        ), 2)
     ),
     trgm AS (
         SELECT g.chunk_id, g.s,
