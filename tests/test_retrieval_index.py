@@ -159,3 +159,6 @@ def test_full_text_leg_ranks_a_bounded_candidate_set(conn):
         for r in conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'fts' ORDER BY 1 DESC LIMIT 50")
     }
     assert {cid for cid, _ in next(iter(runs))} <= newest
+    # one lexeme, over the budget: its newest matches
+    one = conn.execute(leg, ("vacuum", "vacuum", 2)).fetchall()
+    assert len(one) == 2 and {cid for cid, _ in one} <= newest

@@ -227,6 +227,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT pg_catalog.string_agg(pg_catalog.array_to_tsvector(ARRAY[l.lexeme])::text, ' | ' ORDER BY l.lexeme)::tsquery
     FROM pg_catalog.unnest(p_lexemes) AS l (lexeme)
+    WHERE l.lexeme IS NOT NULL
 $fn$;
 COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 'Internal: the tsquery lexeme1 | lexeme2 | ... of normalised lexemes (NULL for an empty array).';
@@ -339,8 +340,8 @@ BEGIN
         ELSIF n_dropped > 0 THEN
             -- even the rarest lexeme is in more chunks than the budget (the largest tenant at 1M: ~10,000):
             -- chunks with both of the two rarest (GIN intersects their lists), the newest fts_budget ranked
-            q_match := rag._any_lexeme(ARRAY[rarest]) OPERATOR(pg_catalog.&&) coalesce(
-                rag._any_lexeme(ARRAY[second]), rag._any_lexeme(ARRAY[rarest]));
+            q_match := CASE WHEN second IS NULL THEN rag._any_lexeme(ARRAY[rarest])
+                ELSE rag._any_lexeme(ARRAY[rarest]) OPERATOR(pg_catalog.&&) rag._any_lexeme(ARRAY[second]) END;
         END IF;
         -- The GIN index holds every tenant's chunks: its bitmap for the chosen lexemes costs about their
         -- matches in the whole table (~0.15 us each), about kept_df / share. A small tenant's own rows
