@@ -93,15 +93,17 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
     """A tenant's partial HNSW index serves its vector leg (past PL/pgSQL's five-call plan caching), gives
     the exact result on a small tenant, and a tiny tenant asked on the same connection is still searched
     exactly."""
-    n_tiny = conn.execute("SELECT rag._live_chunks('tiny')").fetchone()[0]
     conn.execute("SELECT rag.create_tenant('own')")
-    conn.execute("SELECT * FROM rag.ingest('own', 'a.md', %s)", (doc(n_tiny + 5, "checkpoint"),))
+    conn.execute("SELECT * FROM rag.ingest('own', 'a.md', %s)", (doc(45, "checkpoint"),))
     sql = "SELECT chunk_id FROM rag.retrieve(%s, %s, 10)"
     exact = conn.execute(sql, (Q, "own")).fetchall()
-    built = conn.execute("SELECT tenant, index_name FROM rag._index_tenants(%s)", (n_tiny + 1,)).fetchall()
+    n = conn.execute("SELECT rag._live_chunks('own')").fetchone()[0]
+    assert n >= 40
+    assert conn.execute("SELECT count(*) FROM rag._index_tenants(%s, 'own')", (n + 1,)).fetchone()[0] == 0
+    built = conn.execute("SELECT tenant, index_name FROM rag._index_tenants(%s, 'own')", (n,)).fetchall()
     assert built == [("own", conn.execute("SELECT rag._tenant_index_name('own')").fetchone()[0])]
     index = built[0][1]
-    assert conn.execute("SELECT count(*) FROM rag._index_tenants(%s)", (n_tiny + 1,)).fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM rag._index_tenants(1, 'own')").fetchone()[0] == 0  # built once
     for i in range(7):
         rows, seen = plans(conn, sql, (Q, "own"))
         assert rows == exact, i

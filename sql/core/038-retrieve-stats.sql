@@ -132,7 +132,7 @@ $fn$;
 COMMENT ON FUNCTION rag._tenant_index_name(text) IS
 'Internal: the name of the partial HNSW index of a tenant''s live chunks in schema rag.';
 
-CREATE OR REPLACE FUNCTION rag._index_tenants(p_min_chunks bigint)
+CREATE OR REPLACE FUNCTION rag._index_tenants(p_min_chunks bigint, p_tenant text DEFAULT NULL)
 RETURNS TABLE (tenant text, live_chunks bigint, index_name text, build_s float8, size_mb float8)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -149,6 +149,7 @@ BEGIN
     FOR s IN
         SELECT st.tenant, st.live_chunks FROM rag.tenant_stat AS st
         WHERE st.live_chunks >= p_min_chunks
+            AND (p_tenant IS NULL OR st.tenant = p_tenant COLLATE "default")
             AND pg_catalog.to_regclass('rag.' || rag._tenant_index_name(st.tenant)) IS NULL
         ORDER BY st.live_chunks DESC, st.tenant
     LOOP
@@ -166,9 +167,9 @@ BEGIN
     END LOOP;
 END
 $fn$;
-COMMENT ON FUNCTION rag._index_tenants(bigint) IS
-'Internal (a DBA''s operation): builds the partial HNSW index of every tenant with at least p_min_chunks live '
-'chunks that has none; returns each index built with its build time and size.';
+COMMENT ON FUNCTION rag._index_tenants(bigint, text) IS
+'Internal (a DBA''s operation): builds the partial HNSW index of every tenant (or only p_tenant) with at least '
+'p_min_chunks live chunks that has none; returns each index built with its build time and size.';
 
 -- After the upgrade that adds the tables (or an install over existing data), fill them once.
 SELECT rag._rebuild_retrieval_stats()
