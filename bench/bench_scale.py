@@ -30,6 +30,10 @@ failures and latency percentiles are those of the last DURATION seconds of pgben
 window starts after every client's first transaction); pgbench's own totals (tps, failed transactions,
 aborted clients) are printed too.
 
+PEER_TABLE=chunk: the peer reads rag.chunk (as the superuser) instead of a copy with its own HNSW index.
+Before timing, every tenant with at least TENANT_INDEX_MIN (5000; 0: none) live chunks gets its partial HNSW
+index (rag._index_tenants; build time and size printed), which the vector leg then uses.
+
 Environment: SIZE (100000), DURATION (60), WARMUP (45), QUESTIONS per class (100), CLIENTS (8), SEED (1),
 BENCH_DB (pgcite_bench), DATABASE_URL (else the embedded cluster, as the other benchmarks). The role
 pgcite_bench_reader must be able to log in (trust on the embedded cluster). Results also go to
@@ -71,8 +75,13 @@ def quantiles(values: list[float]) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- the peer
-def ensure_peer(dbname: str) -> dict:
-    """The peer's own table, copied from the corpus once, with the indexes a pgvector user would add."""
+def ensure_peer(dbname: str, table: str = "own") -> dict:
+    """The peer's own table, copied from the corpus once, with the indexes a pgvector user would add.
+
+    table "chunk": no table of its own, the peer reads rag.chunk (its HNSW index and tenant b-tree) as the
+    superuser: the same query on the same kind of index, without a second HNSW build of the whole corpus."""
+    if table == "chunk":
+        return {"table": "rag.chunk", "copy_s": 0, "hnsw_build_s": 0, "hnsw_mb": 0}
     with corpus.connect(dbname) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS pgcite_bench.peer_build (corpus text, stats jsonb)")
         tag = questions.current_corpus(conn)
@@ -112,21 +121,24 @@ def ensure_peer(dbname: str) -> dict:
 class Peer:
     """What a user writes around pgvector: embed in the client, nearest neighbours, assemble the answer."""
 
-    def __init__(self, conn: psycopg.Connection):
+    def __init__(self, conn: psycopg.Connection, table: str = "own"):
         from pgvector.psycopg import register_vector
 
         self.model = corpus.load_model(1)
         self.conn = conn
         register_vector(conn)
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        self.sql = (
+            "SELECT chunk_id, title, content FROM rag.chunk WHERE tenant = %s AND retired_at IS NULL "
+            "ORDER BY embedding <=> %s LIMIT %s"
+            if table == "chunk"
+            else "SELECT id, title, content FROM pgcite_bench.peer_chunk WHERE tenant = %s "
+            "ORDER BY embedding <=> %s LIMIT %s"
+        )
 
     def answer(self, question: str, tenant: str, k: int = 5) -> tuple[str, list[dict]]:
         qv = self.model.encode([question], convert_to_numpy=True, show_progress_bar=False)[0]
-        rows = self.conn.execute(
-            "SELECT id, title, content FROM pgcite_bench.peer_chunk WHERE tenant = %s "
-            "ORDER BY embedding <=> %s LIMIT %s",
-            (tenant, qv, k),
-        ).fetchall()
+        rows = self.conn.execute(self.sql, (tenant, qv, k)).fetchall()
         parts, cites = [], []
         for n, (cid, title, content) in enumerate(rows[:3], start=1):
             first = " ".join(re.split(r"(?<=[.!?])\s+", content.strip())[:2])
@@ -136,11 +148,12 @@ class Peer:
 
 
 # ---------------------------------------------------------------------------------------------- latency
-def run_latency(dbname: str, seed: int) -> dict:
+def run_latency(dbname: str, seed: int, peer_table: str = "own") -> dict:
     reader_dsn = psycopg.conninfo.make_conninfo(corpus.db_dsn(dbname), user=corpus.READER)
+    peer_dsn = corpus.db_dsn(dbname) if peer_table == "chunk" else reader_dsn
     with (
         psycopg.connect(reader_dsn, autocommit=True) as rc,
-        psycopg.connect(reader_dsn, autocommit=True) as pc,
+        psycopg.connect(peer_dsn, autocommit=True) as pc,
         corpus.connect(dbname) as ac,
     ):
         qs = ac.execute(
@@ -148,7 +161,7 @@ def run_latency(dbname: str, seed: int) -> dict:
             "FROM pgcite_bench.question ORDER BY id"
         ).fetchall()
         ac.execute("SET hnsw.iterative_scan = relaxed_order")
-        peer = Peer(pc)
+        peer = Peer(pc, peer_table)
 
         def timed(fn):
             t = time.perf_counter()
@@ -325,6 +338,17 @@ def report(result: dict) -> str:
     lines.append(
         f"peer table: copy {p['copy_s']} s, HNSW build {p['hnsw_build_s']} s, HNSW {p['hnsw_mb']} MB"
     )
+    ti = result.get("tenant_indexes") or []
+    if ti:
+        lines.append(
+            f"partial HNSW indexes (rag._index_tenants, TENANT_INDEX_MIN {result.get('tenant_index_min')}): "
+            f"{len(ti)} tenants, {sum(t['live_chunks'] for t in ti)} chunks, "
+            f"build {round(sum(t['build_s'] for t in ti), 1)} s, "
+            f"{round(sum(t['size_mb'] for t in ti), 1)} MB; "
+            + ", ".join(
+                f"{t['tenant']} {t['live_chunks']}: {t['build_s']} s {t['size_mb']} MB" for t in ti[:6]
+            )
+        )
     lines.append("")
     lines.append(f"{'class':<8} {'call':<9} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     lat = result["latency"]["latency_ms"]
@@ -374,12 +398,15 @@ def main() -> None:
     clients = env_int("CLIENTS", 8)
     per_class = env_int("QUESTIONS", 100)
     result: dict = {"size": size, "seed": seed, "db": dbname}
+    result["tenant_index_min"] = env_int("TENANT_INDEX_MIN", 5000)
     result["corpus"] = corpus.ensure(size, seed, dbname)
     result["questions"] = questions.ensure(dbname, per_class, seed)
-    result["peer_table"] = ensure_peer(dbname)
+    peer_table = os.environ.get("PEER_TABLE") or "own"
+    result["peer_table"] = ensure_peer(dbname, peer_table)
+    result["tenant_indexes"] = corpus.ensure_tenant_indexes(dbname, env_int("TENANT_INDEX_MIN", 5000))
     out = corpus.OUT / f"scale-{size}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    result["latency"] = run_latency(dbname, seed)
+    result["latency"] = run_latency(dbname, seed, peer_table)
     out.write_text(json.dumps(result, indent=2))  # kept if pgbench fails
     result["pgbench"] = run_pgbench(dbname, clients, duration, warmup) if duration > 0 else None
     out.write_text(json.dumps(result, indent=2))

@@ -192,7 +192,10 @@ def test_release_then_upgrade_equals_fresh_install_and_keeps_data(pg, managed_db
 
     rc, out, err = cli("install", "--dsn", m.dsn)
     assert rc == 0, err
-    assert out.splitlines() == ["upgraded pgcite 0.3.0 -> 0.5.0", "migrations applied: 006-trusted.sql"]
+    assert out.splitlines() == [
+        "upgraded pgcite 0.3.0 -> 0.5.0",
+        "migrations applied: 006-trusted.sql, 007-retrieval-stats.sql",
+    ]
     with psycopg.connect(m.dsn) as c:
         upgraded = catalog(c, installer=m.owner)
         versions = [r[0] for r in c.execute("SELECT version FROM rag.install_version ORDER BY id")]

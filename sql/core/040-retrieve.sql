@@ -102,7 +102,9 @@ BEGIN
     SELECT pg_catalog.array_agg(DISTINCT u.word)
     INTO unknown
     FROM pg_catalog.unnest(words) AS u (word)
-    WHERE NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = u.word);
+    WHERE NOT EXISTS (
+        SELECT FROM rag.term AS k WHERE k.tenant = p_tenant COLLATE "default" AND k.term = u.word COLLATE "default"
+    );
     IF unknown IS NOT NULL AND pg_catalog.to_regprocedure('rag._common_words(text[])') IS NOT NULL THEN
         EXECUTE 'SELECT rag._common_words($1)' INTO real_words USING unknown;
     END IF;
@@ -118,8 +120,8 @@ BEGIN
             AND w.word !~ '^[0-9_]+$'
             AND w.word = ANY (unknown)
             AND NOT (w.word = ANY (real_words))
-            AND t.tenant = p_tenant
-            AND t.term OPERATOR(public.%) w.word
+            AND t.tenant = p_tenant COLLATE "default"
+            AND t.term OPERATOR(public.%) (w.word COLLATE "default")
             AND public.similarity(t.term, w.word) >= min_similarity
             AND public.levenshtein_less_equal(t.term, w.word, 2)
                 <= CASE WHEN pg_catalog.length(w.word) <= 5 THEN 1 ELSE 2 END
@@ -210,21 +212,48 @@ $fn$;
 COMMENT ON FUNCTION rag._prepare_question(text, text, integer, public.vector, jsonb) IS
 'Internal: validates k, question and tenant, then corrects and embeds the question once.';
 
--- The live chunks of a tenant: the chunk counts of its current documents (far fewer rows than its chunks).
+-- The live chunks of a tenant: one row of rag.tenant_stat, kept by triggers on rag.chunk.
 CREATE OR REPLACE FUNCTION rag._live_chunks(p_tenant text)
 RETURNS bigint
 LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT coalesce(sum(d.chunk_count), 0)::bigint
-    FROM rag.document AS d
-    WHERE d.tenant = p_tenant AND d.retired_at IS NULL
+    SELECT coalesce((
+        SELECT s.live_chunks FROM rag.tenant_stat AS s WHERE s.tenant = p_tenant COLLATE "default"
+    ), 0)::bigint
 $fn$;
 COMMENT ON FUNCTION rag._live_chunks(text) IS
-'Internal: how many live chunks a tenant has (from its current documents).';
+'Internal: how many live chunks a tenant has (rag.tenant_stat).';
+
+-- A tsquery matching any of the lexemes (already normalised: no dictionary runs again); NULL for none.
+CREATE OR REPLACE FUNCTION rag._any_lexeme(p_lexemes text[])
+RETURNS tsquery
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT pg_catalog.string_agg(pg_catalog.array_to_tsvector(ARRAY[l.lexeme])::text, ' | ' ORDER BY l.lexeme)::tsquery
+    FROM pg_catalog.unnest(p_lexemes) AS l (lexeme)
+    WHERE l.lexeme IS NOT NULL
+$fn$;
+COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
+'Internal: the tsquery lexeme1 | lexeme2 | ... of normalised lexemes (NULL for an empty array).';
 
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
+-- Each leg reads a bounded number of rows through an index, whatever the tenant's size:
+-- - vector: exact for a tenant of up to exact_search_limit live chunks without a partial HNSW index of its
+--   own (rag._index_tenants); else HNSW (its own index, or the table's when the
+--   tenant is at least a tenth of the table) with pgvector's iterative scan, ef_search / 2 candidates
+--   re-scored exactly. A tenant below a tenth of the table without its own index is searched exactly: a filtered scan
+--   of the table's graph visits about p_depth * 4 / share rows, more than the tenant has.
+-- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
+--   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 25, then ranked by ts_rank_cd
+--   with the whole question; when every lexeme fits, that is every match, exactly as an unbounded leg.
+--   If the rarest lexeme alone is over the budget, the newest p_depth * 25 chunks with both of the two
+--   rarest lexemes are ranked.
+-- - titles: the tenant's distinct titles (rag.tenant_title) sharing a lexeme with the question (GIN), each
+--   scored once by word_similarity.
 CREATE OR REPLACE FUNCTION rag._candidates(
     p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer, p_params jsonb
 )
@@ -242,32 +271,94 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
+    -- Callers pass the tenant with collation "C" (a function call with a `name` argument such as current_user
+    -- collates all its text arguments "C"), and an index on a text column (default collation) can serve only
+    -- comparisons in its own collation: without this every tenant filter below would scan the whole table.
+    v_tenant text COLLATE "default" := p_tenant;
     corrected text := p_corrected;
     q tsquery := rag._fts_query(t.ts_config, corrected);
+    lexemes text [] := pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected));
+    q_title tsquery := rag._any_lexeme(lexemes);
+    q_match tsquery := q;
+    fts_budget bigint := p_depth::bigint * 25;
     rrf_k float8 := (p_params ->> 'rrf_k')::float8;
     w_vec float8 := (p_params ->> 'weight_vector')::float8;
     w_fts float8 := (p_params ->> 'weight_fts')::float8;
     w_trgm float8 := (p_params ->> 'weight_trgm')::float8;
     min_title float8 := (p_params ->> 'min_title_similarity')::float8;
     exact_limit bigint := (p_params ->> 'exact_search_limit')::bigint;
-    n_active bigint;
+    n_active bigint := rag._live_chunks(p_tenant);
+    own_index text := rag._tenant_index_name(p_tenant);
+    use_ann boolean := false;
     ann_ids bigint [];
+    kept text [];
+    rarest text;
+    second text;
+    n_dropped bigint;
+    kept_df bigint;
+    n_table bigint;
+    scan_tenant boolean := false;
+    big_share boolean := false;
+    ef integer;
 BEGIN
-    n_active := rag._live_chunks(p_tenant);
-    IF n_active > exact_limit THEN
-        -- Large tenant: HNSW with pgvector's iterative scan, so the tenant filter never starves the
-        -- result; over-fetch, then every candidate is re-scored exactly below.
+    IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
+        use_ann := true;
+    ELSIF n_active > exact_limit THEN
+        use_ann := n_active * 10 >= (SELECT sum(s.live_chunks) FROM rag.tenant_stat AS s);
+    END IF;
+    IF use_ann THEN
+        -- HNSW with pgvector's iterative scan, so the tenant filter never starves the result; over-fetch,
+        -- then every candidate is re-scored exactly below. The tenant is a literal, so the planner can
+        -- prove the predicate of the tenant's own partial index.
+        -- ef_search and over-fetch measured at 1M chunks (docs/BENCHMARKS.md, 0.5.0): with 200 / 160 the
+        -- vector leg's recall@10 was 0.942 for a 350,000-chunk tenant, one question 0.0 (its near-copies
+        -- form clusters the greedy search misses); 800 / 400 gave 1.000, and 400 / 200 1.000 at 10,000
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        PERFORM pg_catalog.set_config('hnsw.ef_search', least(1000, greatest(200, p_depth * 5))::text, true);
-        SELECT pg_catalog.array_agg(a.chunk_id) INTO ann_ids FROM (
-            SELECT c.chunk_id FROM rag.chunk AS c
-            WHERE c.tenant = p_tenant AND c.retired_at IS NULL
-            ORDER BY c.embedding OPERATOR(public.<=>) p_qemb
-            LIMIT p_depth * 4
-        ) AS a;
+        ef := least(1000, greatest(p_depth * 10, CASE WHEN n_active > 100000 THEN 800 ELSE 400 END));
+        PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
+        EXECUTE pg_catalog.format(
+            'SELECT pg_catalog.array_agg(a.chunk_id) FROM ('
+            ' SELECT c.chunk_id FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
+            ' ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2) AS a', p_tenant)
+        INTO ann_ids USING p_qemb, ef / 2;
         IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
             ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
         END IF;
+    END IF;
+
+    -- full text: which lexemes choose the candidates (a negated query keeps its own AND semantics)
+    IF q IS NOT NULL AND pg_catalog.strpos(q::text, '!') = 0 THEN
+        SELECT pg_catalog.array_agg(y.lexeme ORDER BY y.lexeme) FILTER (WHERE y.run <= fts_budget),
+            pg_catalog.count(*) FILTER (WHERE y.run > fts_budget),
+            (pg_catalog.array_agg(y.lexeme ORDER BY y.df, y.lexeme))[1],
+            (pg_catalog.array_agg(y.lexeme ORDER BY y.df, y.lexeme))[2],
+            coalesce(max(y.run) FILTER (WHERE y.run <= fts_budget), min(y.df))
+        INTO kept, n_dropped, rarest, second, kept_df
+        FROM (
+            SELECT x.lexeme, x.df, sum(x.df) OVER (ORDER BY x.df, x.lexeme) AS run
+            FROM (
+                SELECT l.lexeme, coalesce(s.live_chunks, 0) AS df
+                FROM pg_catalog.unnest(lexemes) AS l (lexeme)
+                LEFT JOIN rag.tenant_lexeme AS s ON s.tenant = v_tenant AND s.lexeme = l.lexeme COLLATE "default"
+            ) AS x
+            WHERE x.df > 0
+        ) AS y;
+        IF n_dropped > 0 AND kept IS NOT NULL THEN
+            q_match := rag._any_lexeme(kept);
+        ELSIF n_dropped > 0 THEN
+            -- even the rarest lexeme is in more chunks than the budget (the largest tenant at 1M: ~10,000):
+            -- chunks with both of the two rarest (GIN intersects their lists), the newest fts_budget ranked
+            q_match := CASE WHEN second IS NULL THEN rag._any_lexeme(ARRAY[rarest])
+                ELSE rag._any_lexeme(ARRAY[rarest]) OPERATOR(pg_catalog.&&) rag._any_lexeme(ARRAY[second]) END;
+        END IF;
+        -- The GIN index holds every tenant's chunks: its bitmap for the chosen lexemes costs about their
+        -- matches in the whole table (~0.15 us each), about kept_df / share. A small tenant's own rows
+        -- filtered by @@ (its tenant index, ~4 us a row with the tsvector read) cost less when
+        -- n^2 * 27 < kept_df * table: the second branch of fts_match (OFFSET 0 keeps @@ out of the scan).
+        SELECT sum(s.live_chunks) INTO n_table FROM rag.tenant_stat AS s;
+        scan_tenant := n_active::float8 * n_active * 27
+            < greatest(coalesce(kept_df, 0), 1)::float8 * coalesce(n_table, 0);
+        big_share := n_active * 10 >= coalesce(n_table, 0);
     END IF;
 
     RETURN QUERY
@@ -280,12 +371,37 @@ BEGIN
             FROM (
                 SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
                 FROM rag.chunk AS c
-                WHERE c.tenant = p_tenant AND c.retired_at IS NULL
-                    AND (ann_ids IS NULL OR c.chunk_id = ANY (ann_ids))
+                -- re-score of the index's candidates: by primary key; the tenant test stays a filter (IS TRUE),
+                -- as the planner, without statistics on tenant (010-security.sql), would otherwise AND the
+                -- primary key bitmap with the tenant index's (350,000 rows of the largest tenant at 1M: 21 ms)
+                WHERE c.retired_at IS NULL AND CASE
+                    WHEN ann_ids IS NULL THEN c.tenant = v_tenant
+                    ELSE c.chunk_id = ANY (ann_ids) AND (c.tenant = v_tenant) IS TRUE
+                END
                 ORDER BY raw, c.doc_key, c.chunk_index, c.chunk_id
                 LIMIT p_depth
             ) AS w
         ) AS v
+    ),
+    -- full-text leg: the candidates (found through GIN, fetched without reading their tsv), the newest
+    -- fts_budget of them ranked
+    fts_match AS MATERIALIZED (
+        SELECT m.chunk_id FROM rag.chunk AS m
+        WHERE NOT scan_tenant AND NOT big_share AND m.tenant = v_tenant AND m.retired_at IS NULL
+            AND m.tsv @@ q_match
+        UNION ALL
+        -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
+        -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
+        SELECT m.chunk_id FROM rag.chunk AS m
+        WHERE NOT scan_tenant AND big_share AND m.tsv @@ q_match AND m.retired_at IS NULL
+            AND (m.tenant = v_tenant) IS TRUE
+        UNION ALL
+        SELECT s.chunk_id FROM (
+            SELECT m.chunk_id, m.tsv FROM rag.chunk AS m
+            WHERE scan_tenant AND m.tenant = v_tenant AND m.retired_at IS NULL
+            OFFSET 0
+        ) AS s
+        WHERE s.tsv @@ q_match
     ),
     fts AS (
         SELECT f.chunk_id, f.s,
@@ -293,20 +409,30 @@ BEGIN
         FROM (
             SELECT c.chunk_id, c.doc_key, c.chunk_index,
                 round(pg_catalog.ts_rank_cd(c.tsv, q, 1)::numeric, 6)::float8 AS s
-            FROM rag.chunk AS c
-            WHERE c.tenant = p_tenant AND c.retired_at IS NULL AND c.tsv @@ q
+            FROM (SELECT b.chunk_id FROM fts_match AS b ORDER BY b.chunk_id DESC LIMIT fts_budget) AS cand
+            INNER JOIN rag.chunk AS c ON c.chunk_id = cand.chunk_id
+            WHERE c.tsv @@ q
             ORDER BY s DESC, c.doc_key, c.chunk_index, c.chunk_id
             LIMIT p_depth
         ) AS f
     ),
-    -- title leg: each distinct title of the tenant scored once (sections split in parts share a title)
+    -- title leg: each distinct title of the tenant sharing a lexeme with the question, scored once
+    scored AS (
+        SELECT x.title, x.live_chunks,
+            round(public.word_similarity(x.stripped, corrected)::numeric, 6)::float8 AS s
+        FROM rag.tenant_title AS x
+        WHERE x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
+    ),
+    -- only the best titles can hold the leg's p_depth chunks: those scoring at least the title at which the
+    -- titles' chunk counts (best first) reach p_depth (ties included), so no more chunks are read than that
     titles AS (
-        SELECT x.title, round(public.word_similarity(
-            pg_catalog.regexp_replace(x.title, '^[0-9A-Z]*[0-9.]+\s+', ''), corrected)::numeric, 6)::float8 AS s
-        FROM (
-            SELECT DISTINCT c.title FROM rag.chunk AS c
-            WHERE c.tenant = p_tenant AND c.retired_at IS NULL AND c.title <> ''
-        ) AS x
+        SELECT sc.title, sc.s FROM scored AS sc
+        WHERE sc.s >= min_title AND sc.s >= coalesce((
+            SELECT min(y.s) FROM (
+                SELECT z.s, sum(z.live_chunks) OVER (ORDER BY z.s DESC, z.title) - z.live_chunks AS before
+                FROM scored AS z WHERE z.s >= min_title
+            ) AS y WHERE y.before < p_depth
+        ), 2)
     ),
     trgm AS (
         SELECT g.chunk_id, g.s,
@@ -314,7 +440,7 @@ BEGIN
         FROM (
             SELECT c.chunk_id, c.doc_key, c.chunk_index, ti.s
             FROM titles AS ti
-            INNER JOIN rag.chunk AS c ON c.tenant = p_tenant AND c.retired_at IS NULL AND c.title = ti.title
+            INNER JOIN rag.chunk AS c ON c.tenant = v_tenant AND c.retired_at IS NULL AND c.title = ti.title
             WHERE ti.s >= min_title
             ORDER BY ti.s DESC, c.doc_key, c.chunk_index, c.chunk_id
             LIMIT p_depth
@@ -346,9 +472,9 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer, jsonb) IS
-'Internal: candidates of the vector, full-text and title-trigram legs (p_depth each) for a spell-corrected '
-'question, fused by weighted '
-'reciprocal rank fusion, in total order. p_params: rag._params() (rrf_k, weight_*, exact_search_limit, ...).';
+'Internal: candidates of the vector, full-text and title-trigram legs (p_depth each, each read through an '
+'index) for a spell-corrected question, fused by weighted reciprocal rank fusion, in total order. p_params: '
+'rag._params() (rrf_k, weight_*, exact_search_limit, ...).';
 
 CREATE OR REPLACE FUNCTION rag._retrieve(
     p_caller name, p_question text, p_tenant text, p_k integer, p_query_embedding public.vector

@@ -57,12 +57,12 @@ AS $fn$
                 SELECT FROM rag.chunk AS c
                 WHERE c.chunk_id = ANY (p_ids) AND c.tsv @@ pg_catalog.quote_literal(l.lexeme)::tsquery
             ) AS found,
-            (SELECT pg_catalog.count(*) FROM (
-                SELECT FROM rag.chunk AS c
-                WHERE c.tenant = p_tenant AND c.retired_at IS NULL
-                    AND c.tsv @@ pg_catalog.quote_literal(l.lexeme)::tsquery
-                LIMIT pg_catalog.ceil(0.15 * p_live)::bigint + 1
-            ) AS d) > 0.15 * p_live AS generic,
+            -- in how many live chunks of the tenant the lexeme occurs: one row of rag.tenant_lexeme (was a
+            -- count of up to 15 % of the tenant's chunks per word)
+            coalesce((
+                SELECT s.live_chunks FROM rag.tenant_lexeme AS s
+                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lexeme COLLATE "default"
+            ), 0) > 0.15 * p_live AS generic,
             coalesce((
                 SELECT m.n >= 3 AND m.n >= 0.5 * (SELECT pg_catalog.count(*) FROM occ WHERE occ.lexeme = l.lexeme)
                 FROM (

@@ -1,0 +1,176 @@
+-- The derived tables of migrations/007 (rag.tenant_stat, rag.tenant_lexeme, rag.tenant_title), kept by two
+-- statement triggers on rag.chunk: a chunk counts from its insert until retired_at is set (chunks are never
+-- deleted; rag.chunk's own trigger refuses it). rag.ingest inserts a document's chunks in one statement, so
+-- the cost is one grouped upsert per table per document. A bulk load that bypasses triggers (COPY with
+-- session_replication_role = replica, as bench/corpus.py) calls rag._rebuild_retrieval_stats() after it.
+-- The tables are not in pg_dump's output (no pg_extension_config_dump): restoring a dump COPYs rag.chunk,
+-- and the insert trigger counts its rows again.
+-- The per-tenant partial HNSW indexes of the vector leg are built here too (rag._index_tenants).
+
+-- The title the trigram leg compares with the question: without its section number ("23.1. ", "F.35.2 ").
+CREATE OR REPLACE FUNCTION rag._title_stripped(p_title text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT pg_catalog.regexp_replace(p_title, '^[0-9A-Z]*[0-9.]+\s+', '')
+$fn$;
+COMMENT ON FUNCTION rag._title_stripped(text) IS
+'Internal: a chunk title without its leading section number, as the title-trigram leg scores it.';
+
+-- One trigger function for both statements: the rows a statement inserted live (sign 1) or retired
+-- (sign -1), grouped, upserted into the three tables in key order, so two concurrent ingests into one
+-- tenant take their row locks in the same order. A removal is an upsert too, of a negative count (the
+-- tables have no CHECK (>= 0), which INSERT ... ON CONFLICT would check on the proposed row). The rows are
+-- read from the transition tables by EXECUTE, which sees them only in the trigger function itself; the
+-- source is one of two constant queries, never input. Only the columns the counts need are read, so a
+-- restore that COPYs a million chunks in one statement does not hold them in memory.
+CREATE OR REPLACE FUNCTION rag._chunk_stats()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    src text;
+    sgn integer;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        src := 'SELECT n.tenant, n.title, n.ts_config, n.tsv FROM new_rows AS n WHERE n.retired_at IS NULL';
+        sgn := 1;
+    ELSE
+        src := 'SELECT n.tenant, n.title, n.ts_config, n.tsv FROM new_rows AS n '
+            'INNER JOIN old_rows AS o ON o.chunk_id = n.chunk_id '
+            'WHERE o.retired_at IS NULL AND n.retired_at IS NOT NULL';
+        sgn := -1;
+    END IF;
+    EXECUTE pg_catalog.format(
+        'INSERT INTO rag.tenant_stat AS s (tenant, live_chunks) '
+        'SELECT r.tenant, %s * pg_catalog.count(*) FROM (%s) AS r GROUP BY r.tenant ORDER BY r.tenant '
+        'ON CONFLICT (tenant) DO UPDATE SET live_chunks = s.live_chunks + excluded.live_chunks', sgn, src);
+    EXECUTE pg_catalog.format(
+        'INSERT INTO rag.tenant_lexeme AS l (tenant, lexeme, live_chunks) '
+        'SELECT r.tenant, x.lexeme, %s * pg_catalog.count(*) FROM (%s) AS r '
+        'CROSS JOIN LATERAL pg_catalog.unnest(r.tsv) AS x (lexeme, positions, weights) '
+        'GROUP BY r.tenant, x.lexeme ORDER BY r.tenant, x.lexeme '
+        'ON CONFLICT (tenant, lexeme) DO UPDATE SET live_chunks = l.live_chunks + excluded.live_chunks', sgn, src);
+    EXECUTE pg_catalog.format(
+        'INSERT INTO rag.tenant_title AS t (tenant, title, stripped, tsv, live_chunks) '
+        'SELECT g.tenant, g.title, rag._title_stripped(g.title), '
+        '    pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), g.n '
+        'FROM (SELECT r.tenant, r.title, (pg_catalog.array_agg(r.ts_config))[1] AS cfg, %s * pg_catalog.count(*) AS n '
+        '      FROM (%s) AS r WHERE r.title <> %L GROUP BY r.tenant, r.title) AS g '
+        'ORDER BY g.tenant, g.title '
+        'ON CONFLICT (tenant, title) DO UPDATE SET live_chunks = t.live_chunks + excluded.live_chunks', sgn, src, '');
+    RETURN NULL;
+END
+$fn$;
+COMMENT ON FUNCTION rag._chunk_stats() IS
+'Internal trigger: counts the live chunks a statement inserted, or uncounts those it retired, in the per-tenant '
+'retrieval statistics.';
+
+CREATE OR REPLACE TRIGGER chunk_stats_insert AFTER INSERT ON rag.chunk
+REFERENCING NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION rag._chunk_stats();
+CREATE OR REPLACE TRIGGER chunk_stats_update AFTER UPDATE ON rag.chunk
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION rag._chunk_stats();
+
+-- Recomputes the three tables from rag.chunk (after a bulk load that bypassed the triggers, or to check them).
+CREATE OR REPLACE FUNCTION rag._rebuild_retrieval_stats()
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    n bigint;
+BEGIN
+    LOCK TABLE rag.chunk IN SHARE MODE;
+    DELETE FROM rag.tenant_stat;
+    DELETE FROM rag.tenant_lexeme;
+    DELETE FROM rag.tenant_title;
+    INSERT INTO rag.tenant_stat (tenant, live_chunks)
+    SELECT c.tenant, pg_catalog.count(*) FROM rag.chunk AS c WHERE c.retired_at IS NULL GROUP BY c.tenant;
+    INSERT INTO rag.tenant_lexeme (tenant, lexeme, live_chunks)
+    SELECT c.tenant, x.lexeme, pg_catalog.count(*)
+    FROM rag.chunk AS c
+    CROSS JOIN LATERAL pg_catalog.unnest(c.tsv) AS x (lexeme, positions, weights)
+    WHERE c.retired_at IS NULL
+    GROUP BY c.tenant, x.lexeme;
+    INSERT INTO rag.tenant_title (tenant, title, stripped, tsv, live_chunks)
+    SELECT g.tenant, g.title, rag._title_stripped(g.title),
+        pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), g.n
+    FROM (
+        SELECT c.tenant, c.title, (pg_catalog.array_agg(c.ts_config))[1] AS cfg, pg_catalog.count(*) AS n
+        FROM rag.chunk AS c
+        WHERE c.retired_at IS NULL AND c.title <> ''
+        GROUP BY c.tenant, c.title
+    ) AS g;
+    SELECT coalesce(sum(s.live_chunks), 0)::bigint INTO n FROM rag.tenant_stat AS s;
+    RETURN n;
+END
+$fn$;
+COMMENT ON FUNCTION rag._rebuild_retrieval_stats() IS
+'Internal: recomputes rag.tenant_stat, rag.tenant_lexeme and rag.tenant_title from rag.chunk; returns the '
+'number of live chunks.';
+
+-- ---------------------------------------------------------------- per-tenant HNSW indexes
+-- A filtered scan of the one HNSW index of rag.chunk walks about k / share rows of the whole table before it
+-- has k of the tenant's, so a tenant with 1 % of the table pays for 100 times its result. A partial index
+-- per large tenant (WHERE tenant = '...' AND retired_at IS NULL) is a graph of that tenant's rows alone;
+-- rag._candidates uses it when it exists (by its name, rag._tenant_index_name). Building one locks rag.chunk
+-- against writes for its build (seconds per 10,000 chunks): a DBA's operation, like CREATE INDEX.
+CREATE OR REPLACE FUNCTION rag._tenant_index_name(p_tenant text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT 'chunk_hnsw_' || pg_catalog.left(pg_catalog.md5(p_tenant), 20)
+$fn$;
+COMMENT ON FUNCTION rag._tenant_index_name(text) IS
+'Internal: the name of the partial HNSW index of a tenant''s live chunks in schema rag.';
+
+CREATE OR REPLACE FUNCTION rag._index_tenants(p_min_chunks bigint, p_tenant text DEFAULT NULL)
+RETURNS TABLE (tenant text, live_chunks bigint, index_name text, build_s float8, size_mb float8)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    s record;
+    t0 timestamptz;
+BEGIN
+    IF p_min_chunks IS NULL OR p_min_chunks < 1 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('p_min_chunks must be at least 1, not %s', coalesce(p_min_chunks::text, 'NULL'));
+    END IF;
+    FOR s IN
+        SELECT st.tenant, st.live_chunks FROM rag.tenant_stat AS st
+        WHERE st.live_chunks >= p_min_chunks
+            AND (p_tenant IS NULL OR st.tenant = p_tenant COLLATE "default")
+            AND pg_catalog.to_regclass('rag.' || rag._tenant_index_name(st.tenant)) IS NULL
+        ORDER BY st.live_chunks DESC, st.tenant
+    LOOP
+        t0 := pg_catalog.clock_timestamp();
+        EXECUTE pg_catalog.format(
+            'CREATE INDEX %I ON rag.chunk USING hnsw (embedding public.vector_cosine_ops) '
+            'WHERE tenant = %L AND retired_at IS NULL',
+            rag._tenant_index_name(s.tenant), s.tenant);
+        tenant := s.tenant;
+        live_chunks := s.live_chunks;
+        index_name := rag._tenant_index_name(s.tenant);
+        build_s := round(extract(EPOCH FROM pg_catalog.clock_timestamp() - t0)::numeric, 1)::float8;
+        size_mb := round(pg_catalog.pg_relation_size(('rag.' || index_name)::regclass) / 1048576.0, 1)::float8;
+        RETURN NEXT;
+    END LOOP;
+END
+$fn$;
+COMMENT ON FUNCTION rag._index_tenants(bigint, text) IS
+'Internal (a DBA''s operation): builds the partial HNSW index of every tenant (or only p_tenant) with at least '
+'p_min_chunks live chunks that has none; returns each index built with its build time and size.';
+
+-- After the upgrade that adds the tables (or an install over existing data), fill them once.
+SELECT rag._rebuild_retrieval_stats()
+WHERE NOT EXISTS (SELECT FROM rag.tenant_stat) AND EXISTS (SELECT FROM rag.chunk);
