@@ -242,11 +242,11 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
 -- Each leg reads a bounded number of rows through an index, whatever the tenant's size:
--- - vector: exact for a tenant of up to exact_search_limit live chunks without a partial HNSW index of its
---   own (rag._index_tenants); else HNSW (its own index, or the table's when the
---   tenant is at least a tenth of the table) with pgvector's iterative scan, ef_search / 2 candidates
---   re-scored exactly. A tenant below a tenth of the table without its own index is searched exactly: a filtered scan
---   of the table's graph visits about p_depth * 4 / share rows, more than the tenant has.
+-- - vector: HNSW through the tenant's own partial index when it has one (rag._index_tenants); else exact up to
+--   exact_search_limit live chunks and the table's HNSW index above, with pgvector's iterative scan,
+--   ef_search / 2 candidates re-scored exactly. The choice reads only the tenant's own size: another tenant's
+--   ingest never switches it (a filtered scan of the table's graph visits about p_depth * 4 / share rows, so
+--   a large tenant with a small share of the table wants its own index).
 -- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
 --   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 25, then ranked by ts_rank_cd
 --   with the whole question; when every lexeme fits, that is every match, exactly as an unbounded leg.
@@ -303,8 +303,10 @@ DECLARE
 BEGIN
     IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
         use_ann := true;
-    ELSIF n_active > exact_limit THEN
-        use_ann := n_active * 10 >= (SELECT sum(s.live_chunks) FROM rag.tenant_stat AS s);
+    ELSE
+        -- decided by this tenant's own size alone: a rule reading the table's size would let another tenant's
+        -- ingest switch this tenant between exact and approximate search (and make rag.replay disagree)
+        use_ann := n_active > exact_limit;
     END IF;
     IF use_ann THEN
         -- HNSW with pgvector's iterative scan, so the tenant filter never starves the result; over-fetch,

@@ -42,8 +42,9 @@ BEGIN
                 ELSE 'pgcite_admin'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
-        ELSIF f.proname IN ('_generator_call') THEN
-            -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function
+        ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats') THEN
+            -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
+            -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             -- readers: what row level security, rag.correct_question and rag.embed run as the reader;
