@@ -60,6 +60,12 @@ def test_statistics_follow_ingest_new_version_and_delete(conn):
     got = stats(conn, "stats")
     assert got == recomputed(conn, "stats")
     assert got[0] == 3 and not any(lx == "checkpoint" for lx, _ in got[1])
+    # counts that fell to zero are deleted, not kept (a restore, or the rebuild, would not make them)
+    zero = conn.execute(
+        "SELECT (SELECT count(*) FROM rag.tenant_lexeme WHERE tenant = 'stats' AND live_chunks = 0)"
+        " + (SELECT count(*) FROM rag.tenant_title WHERE tenant = 'stats' AND live_chunks = 0)"
+    ).fetchone()[0]
+    assert zero == 0
     # the rebuild (after a bulk load that bypassed the triggers) yields the same rows
     conn.execute("SELECT rag._rebuild_retrieval_stats()")
     assert stats(conn, "stats") == got

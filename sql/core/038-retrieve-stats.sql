@@ -63,6 +63,20 @@ BEGIN
         '      FROM (%s) AS r WHERE r.title <> %L GROUP BY r.tenant, r.title) AS g '
         'ORDER BY g.tenant, g.title '
         'ON CONFLICT (tenant, title) DO UPDATE SET live_chunks = t.live_chunks + excluded.live_chunks', sgn, src, '');
+    IF sgn < 0 THEN
+        -- counts that fell to zero go (the rows just locked by the upserts above): the tables stay what
+        -- rag._rebuild_retrieval_stats or a restore makes of the live chunks, and retired words do not pile up
+        EXECUTE pg_catalog.format(
+            'DELETE FROM rag.tenant_lexeme AS l USING (SELECT DISTINCT r.tenant, x.lexeme FROM (%s) AS r '
+            'CROSS JOIN LATERAL pg_catalog.unnest(r.tsv) AS x (lexeme, positions, weights)) AS k '
+            'WHERE l.tenant = k.tenant AND l.lexeme = k.lexeme AND l.live_chunks <= 0', src);
+        EXECUTE pg_catalog.format(
+            'DELETE FROM rag.tenant_title AS t USING (SELECT DISTINCT r.tenant, r.title FROM (%s) AS r) AS k '
+            'WHERE t.tenant = k.tenant AND t.title = k.title AND t.live_chunks <= 0', src);
+        EXECUTE pg_catalog.format(
+            'DELETE FROM rag.tenant_stat AS s USING (SELECT DISTINCT r.tenant FROM (%s) AS r) AS k '
+            'WHERE s.tenant = k.tenant AND s.live_chunks <= 0', src);
+    END IF;
     RETURN NULL;
 END
 $fn$;
