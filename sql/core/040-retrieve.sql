@@ -267,6 +267,10 @@ STABLE
 -- PL/pgSQL would cache a generic plan after five calls: for ORDER BY embedding <=> $1 LIMIT n with a tenant
 -- filter that plan scans the whole tenant exactly, and a plan made for a large tenant is wrong for a tiny one.
 SET plan_cache_mode = force_custom_plan
+-- Every leg is bounded by an index (a few hundred rows): starting parallel workers costs more (15-20 ms each
+-- Gather on the 2-core benchmark machine) than the scans, and JIT compiling (35 ms) more than running.
+SET max_parallel_workers_per_gather = 0
+SET jit = off
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
