@@ -142,4 +142,5 @@ END
 $fn$;
 COMMENT ON FUNCTION rag._sentence_scores(text, public.vector, bigint[]) IS
 'Internal: the sentences of the chunks scored against the question [{chunk_id, start, end, quote, sim, overlap, '
-'score, terms}] (terms: rag._content_terms of the quote, stored at ingest), or NULL when some chunk has no stored sentences and pgcite_python is absent.';
+'score, terms}] (terms: rag._content_terms of the quote, stored at ingest), or NULL when some chunk has no '
+'stored sentences and pgcite_python is absent.';
