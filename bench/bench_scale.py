@@ -32,7 +32,7 @@ aborted clients) are printed too.
 
 PEER_TABLE=chunk: the peer reads rag.chunk (as the superuser) instead of a copy with its own HNSW index.
 Before timing, every tenant with at least TENANT_INDEX_MIN (5000; 0: none) live chunks gets its partial HNSW
-index (rag._index_tenants; build time and size printed), which the vector leg then uses.
+and GIN indexes (rag._index_tenants; build time and size printed), which the vector and full-text legs use.
 
 Environment: SIZE (100000), DURATION (60), WARMUP (45), QUESTIONS per class (100), CLIENTS (8), SEED (1),
 BENCH_DB (pgcite_bench), DATABASE_URL (else the embedded cluster, as the other benchmarks). The role
@@ -339,10 +339,11 @@ def report(result: dict) -> str:
         f"peer table: copy {p['copy_s']} s, HNSW build {p['hnsw_build_s']} s, HNSW {p['hnsw_mb']} MB"
     )
     ti = result.get("tenant_indexes") or []
+    tenants = {t["tenant"]: t["live_chunks"] for t in ti}
     if ti:
         lines.append(
-            f"partial HNSW indexes (rag._index_tenants, TENANT_INDEX_MIN {result.get('tenant_index_min')}): "
-            f"{len(ti)} tenants, {sum(t['live_chunks'] for t in ti)} chunks, "
+            f"partial indexes (rag._index_tenants, TENANT_INDEX_MIN {result.get('tenant_index_min')}): "
+            f"{len(ti)} indexes of {len(tenants)} tenants, {sum(tenants.values())} chunks, "
             f"build {round(sum(t['build_s'] for t in ti), 1)} s, "
             f"{round(sum(t['size_mb'] for t in ti), 1)} MB; "
             + ", ".join(

@@ -623,7 +623,8 @@ def ensure_retrieval_stats(conn) -> float | None:
 
 
 def ensure_tenant_indexes(dbname: str, min_chunks: int, maintenance_work_mem: str = "1GB") -> list[dict]:
-    """The partial HNSW index of every tenant with at least min_chunks live chunks (rag._index_tenants)."""
+    """The partial HNSW and GIN (tsv) indexes of every tenant with at least min_chunks live chunks
+    (rag._index_tenants; one row per index)."""
     with connect(dbname) as conn:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS pgcite_bench.tenant_index "
@@ -633,8 +634,8 @@ def ensure_tenant_indexes(dbname: str, min_chunks: int, maintenance_work_mem: st
             return []
         conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
         conn.execute("SET max_parallel_maintenance_workers = 1")
-        log(f"partial HNSW indexes for tenants of at least {min_chunks} chunks (rag._index_tenants)")
-        for r in conn.execute("SELECT * FROM rag._index_tenants(%s)", (min_chunks,)).fetchall():
+        log(f"partial HNSW and GIN indexes for tenants of at least {min_chunks} chunks (rag._index_tenants)")
+        for r in conn.execute("SELECT * FROM rag._index_tenants(%s::bigint)", (min_chunks,)).fetchall():
             log(f"index of {r[0]} ({r[1]} chunks): {r[3]} s, {r[4]} MB")
             conn.execute("INSERT INTO pgcite_bench.tenant_index VALUES (%s, %s, %s, %s, %s)", r)
         conn.execute("ANALYZE rag.chunk")

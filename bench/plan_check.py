@@ -6,8 +6,9 @@ On one superuser connection of the scale benchmark's database, with auto_explain
 statement (log_nested_statements, log_min_duration 0), asks rag.retrieve (k 8, the question's embedding
 passed) the tenants in turn, --calls times each, interleaved on the same connection, with a question of
 pgcite_bench.question of each tenant's class. For each call it prints the scans of the statements of
-rag._candidates (the ANN query, the vector leg's exact re-score, the full-text and title legs: the index or
-table each scan node reads) and their durations, then whether every call of a tenant used the same plan.
+rag._candidates (the ANN query, the full-text candidates through a tenant's own GIN index, the vector leg's
+exact re-score, the full-text and title legs: the index or table each scan node reads) and their durations,
+then whether every call of a tenant used the same plan.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def legs(plan: str) -> str | None:
     """A short name for a statement of rag._candidates, from its query text."""
     if "ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2" in plan:
         return "ann"
+    if "c.tsv OPERATOR(pg_catalog.@@) $1" in plan:
+        return "fts"
     if "fts_match AS MATERIALIZED" in plan or "WITH vec AS" in plan:
         return "legs"
     return None

@@ -115,7 +115,7 @@ BEGIN
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos,
             'quote', x.quote, 'sim', round(x.sim::numeric, 6), 'overlap', round(o.overlap::numeric, 6),
-            'score', round((x.sim + 0.25 * o.overlap)::numeric, 6)
+            'score', round((x.sim + 0.25 * o.overlap)::numeric, 6), 'terms', o.terms
         ) ORDER BY x.chunk_id, x.start_pos), '[]')
         FROM (
             SELECT y.chunk_id, y.start_pos, y.end_pos, 1 - (y.embedding OPERATOR(public.<=>) p_qemb) AS sim,
@@ -131,9 +131,10 @@ BEGIN
             ) AS y
             INNER JOIN rag.chunk AS c ON c.chunk_id = y.chunk_id
         ) AS x
+        CROSS JOIN LATERAL (SELECT coalesce(x.terms, rag._content_terms(x.quote)) AS terms) AS w
         CROSS JOIN LATERAL (
-            SELECT CASE WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8 ELSE
-                (SELECT count(*) FROM pg_catalog.unnest(coalesce(x.terms, rag._content_terms(x.quote))) AS t (term)
+            SELECT w.terms, CASE WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8 ELSE
+                (SELECT count(*) FROM pg_catalog.unnest(w.terms) AS t (term)
                  WHERE t.term = ANY (q_terms))::float8 / pg_catalog.cardinality(q_terms) END AS overlap
         ) AS o
     );
@@ -141,4 +142,5 @@ END
 $fn$;
 COMMENT ON FUNCTION rag._sentence_scores(text, public.vector, bigint[]) IS
 'Internal: the sentences of the chunks scored against the question [{chunk_id, start, end, quote, sim, overlap, '
-'score}], or NULL when some chunk has no stored sentences and pgcite_python is absent.';
+'score, terms}] (terms: rag._content_terms of the quote, stored at ingest), or NULL when some chunk has no '
+'stored sentences and pgcite_python is absent.';

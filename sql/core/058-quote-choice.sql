@@ -3,7 +3,7 @@
 
 -- The quotes for an answer, best first: [{chunk_id, start, end, quote, score}] (0-based offsets into the chunk's
 -- content; quote = its substring), for the question as asked and as corrected. p_scored holds every sentence
--- span of the passages with its score ({chunk_id, start, end, score}; rag._sentence_scores or the lexical
+-- span of the passages with its score ({chunk_id, start, end, score[, terms]}; rag._sentence_scores or the lexical
 -- fallback; an optional rank: the rank its chunk counts as, for the section chunks of rag._answer's section
 -- reach), p_ids the passages in rank order (then those section chunks).
 --   * A span that mostly repeats the question (three or more content words, three quarters of them the
@@ -112,13 +112,16 @@ BEGIN
             (SELECT pg_catalog.cardinality(z.t) >= 3
                 AND (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(z.t) AS u (term) WHERE u.term = ANY (q_terms))
                     >= 0.75 * pg_catalog.cardinality(z.t)
-             FROM (SELECT rag._content_terms(pg_catalog.substr(y.content, y.s + 1, y.e - y.s)) AS t) AS z) AS echo
+             -- the span's content words: rag._sentence_scores passes the stored ones (0.1-0.4 ms a span to redo)
+             FROM (SELECT CASE WHEN y.terms IS NULL
+                 THEN rag._content_terms(pg_catalog.substr(y.content, y.s + 1, y.e - y.s))
+                 ELSE ARRAY(SELECT pg_catalog.jsonb_array_elements_text(y.terms)) END AS t) AS z) AS echo
         FROM (
             SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id,
                 coalesce((e.value ->> 'rank')::integer, o.r::integer) AS r, c.content,
                 c.doc_key || '/' || c.doc_version AS doc, c.chunk_index AS idx,
                 (e.value ->> 'start')::integer AS s, (e.value ->> 'end')::integer AS e,
-                coalesce((e.value ->> 'score')::float8, 0) AS score,
+                coalesce((e.value ->> 'score')::float8, 0) AS score, e.value -> 'terms' AS terms,
                 pg_catalog.lag((e.value ->> 'end')::integer) OVER (
                     PARTITION BY e.value ->> 'chunk_id' ORDER BY (e.value ->> 'start')::integer) AS prev_end
             FROM pg_catalog.jsonb_array_elements(p_scored) AS e
