@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import random
+
 import psycopg
 
 Q = "Notes about the checkpoint of subject 7"
@@ -182,3 +185,30 @@ def test_full_text_leg_ranks_a_bounded_candidate_set(conn):
     # one lexeme, over the budget: its newest matches
     one = conn.execute(leg, ("vacuum", "vacuum", 2)).fetchall()
     assert len(one) == 2 and {cid for cid, _ in one} <= newest
+
+
+def test_another_tenants_ingest_does_not_switch_a_tenants_vector_search(conn):
+    """Exact or approximate search is chosen by the tenant's own size (and its own index), never by the
+    table's: a tenant above exact_search_limit keeps the same path and the same result when another tenant
+    grows to nine tenths of the table."""
+    conn.execute("SELECT rag.set_config('exact_search_limit', '10')")
+    conn.execute("SELECT rag.create_tenant('mine')")
+    conn.execute("SELECT * FROM rag.ingest('mine', 'a.md', %s)", (doc(45, "checkpoint"),))
+    sql = "SELECT chunk_id, distance FROM rag.retrieve(%s, %s, 10)"
+    ann = "ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2"
+    before, seen = plans(conn, sql, (Q, "mine"))
+    assert any(ann in p for p in seen)
+    # another tenant with ten times this tenant's chunks (embeddings given: no model time)
+    conn.execute("SELECT rag.create_tenant('theirs')")
+    rng = random.Random(7)
+    for d in range(5):
+        items = []
+        for i in range(100):
+            v = [rng.gauss(0, 1) for _ in range(384)]
+            items.append({"content": f"Other tenant text {d} {i} about checkpoints.", "embedding": v})
+        conn.execute("SELECT * FROM rag.store_document('theirs', %s, %s)", (f"d{d}", json.dumps(items)))
+    live = conn.execute("SELECT rag._live_chunks('mine'), sum(live_chunks) FROM rag.tenant_stat").fetchone()
+    assert live[0] * 10 < live[1]
+    after, seen = plans(conn, sql, (Q, "mine"))
+    assert any(ann in p for p in seen)
+    assert after == before
