@@ -90,7 +90,8 @@ def local_snapshot(conn: psycopg.Connection) -> dict:
     """
     local = conn.execute(q).fetchone()[0]
     local["roles"] = conn.execute(
-        """SELECT coalesce(array_agg(r.rolname || ':' || coalesce(m.roleid::regrole::text, '') ORDER BY 1),
+        """SELECT coalesce(array_agg(r.rolname || ':' || coalesce(m.roleid::regrole::text, '')
+                                  ORDER BY r.rolname || ':' || coalesce(m.roleid::regrole::text, '')),
                     '{}')
            FROM pg_roles AS r LEFT JOIN pg_auth_members AS m ON m.member = r.oid
            WHERE r.rolname LIKE 'pgcite\\_%' OR m.roleid::regrole::text LIKE 'pgcite\\_%'"""
