@@ -65,13 +65,25 @@ def model(plpy, GD):
 # Texts are embedded a slice at a time; between slices the backend gets the chance to honour a cancel
 # (statement_timeout, pg_cancel_backend, pg_terminate_backend), which it cannot do inside the model.
 CANCEL_SLICE = 32
+# A document may have one chunk or sentence per 64 bytes of max_document_bytes (rag._check_vectors); a call
+# embeds at most as many texts.
+BYTES_PER_VECTOR = 64
 
 
 def embed_texts(plpy, GD, texts) -> list[str]:
     """pgvector literals for texts (None stays None), in batched encodes of CANCEL_SLICE texts. 54000 when
-    the texts together are longer than the setting max_document_bytes."""
-    todo = [t for t in texts if t is not None]
+    the texts together are longer than the setting max_document_bytes, or when there are more of them (NULLs
+    and empty texts included) than a document may have chunks and sentences: one per 64 bytes of it (an
+    array_fill of 20 million NULLs has no bytes, and its result list took 2.4 GB before it could be cancelled)."""
     limit = _max_document_bytes(plpy, MAX_DOCUMENT_BYTES)
+    if len(texts) > max(1, limit // BYTES_PER_VECTOR):
+        plpy.error(
+            f"{len(texts)} texts are over the limit of {max(1, limit // BYTES_PER_VECTOR)} per call"
+            f" (one per {BYTES_PER_VECTOR} bytes of max_document_bytes)",
+            hint="Embed fewer texts per call.",
+            sqlstate="54000",
+        )
+    todo = [t for t in texts if t is not None]
     size = sum(len(t.encode("utf-8")) for t in todo)
     if size > limit:
         plpy.error(

@@ -129,6 +129,18 @@ def test_too_much_text_to_embed_is_54000():
     assert e.value.kw["sqlstate"] == "54000"
 
 
+def test_more_texts_than_a_document_may_have_is_54000_before_any_work(monkeypatch):
+    """NULLs and empty texts have no bytes, but each costs a result row: a call takes at most one text per
+    64 bytes of max_document_bytes, checked before the model loads or any list is built."""
+    monkeypatch.setattr(udf, "model", lambda plpy, GD: pytest.fail("the model must not load"))
+    plpy = FakePlpy({"max_document_bytes": str(64 * 10)})
+    for texts in ([None] * 11, [""] * 11):
+        with pytest.raises(PlpyError) as e:
+            udf.embed_texts(plpy, {}, texts)
+        assert e.value.kw["sqlstate"] == "54000" and "11 texts" in str(e.value)
+    assert udf.embed_texts(plpy, {}, [None] * 10) == [None] * 10
+
+
 def test_parse_limit_is_the_setting_max_document_bytes():
     gd = {}
     small = FakePlpy({"max_document_bytes": "16"})

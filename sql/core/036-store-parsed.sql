@@ -69,23 +69,38 @@ COMMENT ON FUNCTION rag.document_unchanged(text, text, text, text, integer, text
 'this before it parses and embeds. Refuses what rag.ingest refuses before parsing (42501, 42704, 22004, 22023, '
 '54000).';
 
+-- At most as many hashes as a document may have chunks (one per 64 bytes of max_document_bytes): each is an
+-- index probe and, when found, a call of rag._reused_sentences (security round 3: any number was taken).
 CREATE OR REPLACE FUNCTION rag.embedded_texts(tenant text, hashes bytea[])
 RETURNS TABLE (content_hash bytea)
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    max_hashes bigint := (rag._setting('max_document_bytes', 20 * 1024 * 1024) / 64)::bigint;
+BEGIN
+    IF coalesce(pg_catalog.cardinality(embedded_texts.hashes), 0) > max_hashes THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('%s hashes are over the limit of %s per call (one per 64 bytes of '
+                'max_document_bytes)', pg_catalog.cardinality(embedded_texts.hashes), max_hashes),
+            HINT = 'Ask about one document''s chunk texts at a time.';
+    END IF;
+    RETURN QUERY
     SELECT e.content_hash
     FROM rag._reused_embeddings(current_user, embedded_texts.tenant, rag.model_name(), embedded_texts.hashes) AS e
     WHERE EXISTS (
         SELECT FROM rag._reused_sentences(current_user, embedded_texts.tenant, rag.model_name(),
             ARRAY[e.content_hash]) AS s
-    )
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag.embedded_texts(text, bytea[]) IS
 'Which of these chunk text hashes (sha256 of the UTF-8 of title, blank line, content) the tenant already has '
 'embedded with the database''s model, sentences included: a client leaves their embeddings out of '
-'rag.store_parsed, which copies the stored ones, as rag.ingest reuses them.';
+'rag.store_parsed, which copies the stored ones, as rag.ingest reuses them. 54000 for more hashes than a '
+'document may have chunks (max_document_bytes / 64).';
 
 -- Chunks whose embedding a client left out (null) get the stored embedding and sentences of the same text in
 -- this tenant (rag.embedded_texts said it has them); a chunk with neither stays without and is refused. Built

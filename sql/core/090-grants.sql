@@ -4,8 +4,8 @@
 --   and runs with standard_conforming_strings and extra_float_digits pinned (not the caller's).
 -- * Every other internal function is revoked from PUBLIC and granted to pgcite_owner (which runs them inside
 --   the SECURITY DEFINER functions) and to the role that runs it as itself: pgcite_reader for the few that
---   row level security, rag.correct_question and rag.embed need, pgcite_writer for rag.ingest's;
---   rag._generator_call (pgcite_python) only pgcite_owner may run.
+--   row level security and rag.embed need, pgcite_writer for rag.ingest's; rag._generator_call (pgcite_python),
+--   spelling correction and the DBA's index and statistics operations only pgcite_owner may run.
 -- pgcite_python calls this again for the functions it adds.
 CREATE OR REPLACE FUNCTION rag._apply_grants()
 RETURNS integer
@@ -36,22 +36,25 @@ BEGIN
                 'ALTER FUNCTION %s SET standard_conforming_strings = on SET extra_float_digits = 1', f.sig);
             grantee := CASE
                 WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log',
-                    '_context', '_answer_context') THEN 'pgcite_reader'
+                    '_context', '_answer_context', '_correct_question_for') THEN 'pgcite_reader'
                 WHEN f.proname IN ('_store_version', '_store_document', '_store_parsed', '_delete_document',
                     '_lock_document', '_reused_embeddings', '_reused_sentences', '_reused_spans') THEN 'pgcite_writer'
                 ELSE 'pgcite_admin'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
-        ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats') THEN
+        ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats', '_correct_question',
+            '_common_words') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
-            -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner)
+            -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
+            -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
+            -- (called directly, a reader chose its length and the size of _common_words' array)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
-            -- readers: what row level security, rag.correct_question and rag.embed run as the reader;
+            -- readers: what row level security and rag.embed run as the reader;
             -- writers: what rag.ingest runs as the writer (parsing, chunking: CPU in proportion to input)
             grantee := CASE
                 WHEN f.proname IN ('_my_tenants', '_config_text', '_settings_catalog', '_params',
-                    '_correct_question', '_common_words', '_python_init', '_check_question') THEN 'pgcite_reader'
+                    '_python_init', '_check_question') THEN 'pgcite_reader'
                 ELSE 'pgcite_writer'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, %I', f.sig, grantee);

@@ -1,0 +1,315 @@
+"""Security round 3: what 0.5.0 added, attacked as a hostile role would (docs/BENCHMARKS.md "Security round
+3").  Spelling correction (rag.correct_question is public now), the in-database Python a reader can call with
+arrays of its own making, the writers' client-side helpers (rag.embedded_texts), the per-tenant retrieval
+statistics and indexes, tenant names and collations. Each test logs in as an ordinary role, tries one attack
+and asserts the safe outcome: a documented SQLSTATE, bounded work, nothing of another tenant changed or seen.
+The check of rag.embed_many is in pgcite_udfs: it runs where the database's venv holds this checkout's (after
+make setup), or with PGCITE_TEST_PYTHON_PATH naming a site-packages that does."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from conftest import drop_database, sqlstate_of
+
+ROOT = Path(__file__).resolve().parents[1]
+SFX = uuid.uuid4().hex[:6]
+R = {k: f"{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo")}
+ALPHA_DOC = (
+    "# Alpha handbook\n\nThe alpha team vacuums its tables every night at two.\n\n"
+    "## Indexes\n\nA B-tree index handles equality and range queries on sortable data.\n"
+)
+BRAVO_DOC = "# Bravo secrets\n\nThe launch code of tenant bravo is pelican-orange-42.\n"
+
+# 40 made-up words of ten letters (no English word, no shared trigram runs), each written into tenant
+# charlie's corpus; a question misspells each of them by one deleted letter
+_rnd = random.Random(50)
+WORDS = [
+    "".join(_rnd.choice("bcdfghjklmnpqrstvwxz") + _rnd.choice("aeiou") for _ in range(5)) for _ in range(40)
+]
+MISSPELT = [w[:4] + w[5:] for w in WORDS]
+CHARLIE_DOC = (
+    "# Charlie glossary\n\n" + "\n\n".join(f"The word {w} is in the glossary." for w in WORDS) + "\n"
+)
+
+
+@pytest.fixture(scope="module")
+def adb(pg):
+    name = f"pgcite_attack050_{SFX}"
+    drop_database(pg, name)
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{name}"')
+    with pg.admin(name) as c:
+        c.execute("CREATE EXTENSION pgcite_python CASCADE")
+        if os.environ.get(
+            "PGCITE_TEST_PYTHON_PATH"
+        ):  # a DB-side site-packages with this checkout's pgcite_udfs
+            c.execute("SELECT rag.set_config('python_path', %s)", (os.environ["PGCITE_TEST_PYTHON_PATH"],))
+        c.execute(f"CREATE ROLE {R['reader']} LOGIN IN ROLE pgcite_reader")
+        c.execute(f"CREATE ROLE {R['writer']} LOGIN IN ROLE pgcite_writer")
+        c.execute(f"CREATE ROLE {R['admin']} LOGIN IN ROLE pgcite_admin")
+        c.execute(f"CREATE ROLE {R['bravo']} LOGIN IN ROLE pgcite_writer")
+        for tenant in ("alpha", "bravo", "charlie"):
+            c.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        for role in ("reader", "writer"):
+            c.execute("SELECT rag.grant_tenant('alpha', %s)", (R[role],))
+            c.execute("SELECT rag.grant_tenant('charlie', %s)", (R[role],))
+        c.execute("SELECT rag.grant_tenant('bravo', %s)", (R["bravo"],))
+        c.execute("SELECT * FROM rag.ingest('alpha', 'a.md', %s)", (ALPHA_DOC,))
+        c.execute("SELECT * FROM rag.ingest('bravo', 'b.md', %s)", (BRAVO_DOC,))
+        c.execute("SELECT * FROM rag.ingest('charlie', 'c.md', %s)", (CHARLIE_DOC,))
+    yield name
+    drop_database(pg, name)
+    with pg.admin() as a:
+        for role in R.values():
+            a.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def connect(pg, db, role, **kw):
+    dsn = psycopg.conninfo.make_conninfo(pg.dsn(db), user=role)
+    return psycopg.connect(dsn, autocommit=True, **kw)
+
+
+def fails(conn, sql, params=None) -> str | None:
+    """Runs sql, which must fail; returns its SQLSTATE."""
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute(sql, params)
+    return sqlstate_of(e)
+
+
+def stats_of(c, tenant: str) -> tuple:
+    """A tenant's rows of the three retrieval statistics tables (as the superuser)."""
+    return tuple(
+        c.execute(
+            f"SELECT md5(coalesce(string_agg(x::text, ',' ORDER BY x::text), '')) FROM rag.{t} AS x"
+            " WHERE x.tenant = %s",
+            (tenant,),
+        ).fetchone()[0]
+        for t in ("tenant_stat", "tenant_lexeme", "tenant_title")
+    )
+
+
+# ---------------------------------------------------------------- spelling correction
+def test_spelling_correction_internals_are_not_callable_by_tenant_roles(pg, adb):
+    """rag.correct_question (public in 0.5.0) ran rag._correct_question as the reader, so readers held EXECUTE
+    on it and on rag._common_words (PL/Python): called directly, neither had the 4,000-character limit. A
+    reader's rag._correct_question of a 4 MB question (800,000 unknown words, each a trigram search of the
+    table-wide index) ran for as long as statement_timeout allowed; rag._common_words of an array it built
+    with array_fill held 5 million Python strings before its first chance to be cancelled. Now only
+    pgcite_owner may run them: rag.correct_question checks the caller, the tenant and the limit in a SECURITY
+    DEFINER function."""
+    for role in ("reader", "writer", "admin"):
+        with connect(pg, adb, R[role]) as c:
+            assert (
+                fails(c, "SELECT rag._correct_question('alpha', repeat('vacum ', 700000), '{}')") == "42501"
+            )
+            assert fails(c, "SELECT rag._common_words(array_fill('abcd'::text, ARRAY[5000000]))") == "42501"
+    with connect(pg, adb, R["reader"]) as c:
+        # the public function still corrects, as rag.ask does, with the limit and the tenant check
+        row = c.execute(
+            "SELECT rag.correct_question('Which index handles range quries?', 'alpha')"
+        ).fetchone()
+        assert row[0] == "which index handles range queries"
+        assert fails(c, "SELECT rag.correct_question(repeat('vacum ', 1000), 'alpha')") == "54000"
+        assert fails(c, "SELECT rag.correct_question('vacum', 'bravo')") == "42501"
+        assert fails(c, "SELECT rag.correct_question('vacum', 'nosuchtenant')") == "42704"
+        # naming another role than oneself is refused like every internal entry point
+        assert fails(c, "SELECT rag._correct_question_for(%s, 'x', 'bravo')", (R["bravo"],)) == "42501"
+
+
+def test_spelling_correction_fixes_a_bounded_number_of_words(pg, adb):
+    """Each unknown word of four letters or more is a trigram search (15-29 ms at 1M chunks): a question of
+    4,000 characters holds 800 of them, about 20 s of CPU per rag.ask. Only the first 16 distinct unknown
+    words (in question order) are corrected; the rest are kept as they are written."""
+    question = " ".join(MISSPELT)
+    with connect(pg, adb, R["reader"]) as c:
+        # each misspelling alone is corrected to its word (the corpus is right for the test)
+        one = c.execute("SELECT rag.correct_question(%s, 'charlie')", (MISSPELT[20],)).fetchone()[0]
+        assert one == WORDS[20]
+        corrected = c.execute("SELECT rag.correct_question(%s, 'charlie')", (question,)).fetchone()[0].split()
+        assert corrected == WORDS[:16] + MISSPELT[16:]
+        # rag.ask reads the question the same way (its evidence shows the corrected question)
+        ev = c.execute("SELECT evidence FROM rag.ask(%s, 'charlie')", (question,)).fetchone()[0]
+        assert ev["gate"]["corrected_question"].split() == WORDS[:16] + MISSPELT[16:]
+
+
+# ---------------------------------------------------------------- Python a reader calls with its own arrays
+def test_embed_many_refuses_more_texts_than_a_document_may_have(pg, adb):
+    """rag.embed_many counted the bytes of its texts, not the texts: array_fill(NULL::text, ARRAY[20000000])
+    is 2.5 MB, has no bytes, and its result list of 20 million (ord, NULL) pairs took 2.4 GB of the backend
+    for 3.4 s before a 1 s statement_timeout could stop it (134 million elements, PostgreSQL's limit, would
+    take about 16 GB). Now a call takes at most as many texts as a document may have chunks and sentences (one
+    per 64 bytes of max_document_bytes): 54000, before any list is built."""
+    with connect(pg, adb, R["reader"]) as c:
+        site = c.execute("SELECT rag.python_info()").fetchone()[0]["site_packages"]
+        runs = Path(site) / "pgcite_udfs" / "udf.py"
+        if (
+            not runs.exists()
+            or runs.read_bytes() != (ROOT / "python_udfs" / "pgcite_udfs" / "udf.py").read_bytes()
+        ):
+            pytest.skip(
+                f"the database runs another pgcite_udfs ({runs}) than this checkout's: run make setup"
+            )
+        assert (
+            fails(c, "SELECT count(*) FROM rag.embed_many(array_fill(NULL::text, ARRAY[400000]))") == "54000"
+        )
+        assert fails(c, "SELECT count(*) FROM rag.embed_many(array_fill(''::text, ARRAY[400000]))") == "54000"
+        rows = c.execute(
+            "SELECT ord, embedding IS NULL FROM rag.embed_many(ARRAY['a', NULL]) ORDER BY 1"
+        ).fetchall()
+        assert rows == [(1, False), (2, True)]
+        n = c.execute("SELECT count(*) FROM rag.embed_many(array_fill(NULL::text, ARRAY[1000]))").fetchone()[
+            0
+        ]
+        assert n == 1000
+
+
+def test_embedded_texts_takes_a_bounded_number_of_hashes(pg, adb):
+    """rag.embedded_texts (0.5.0, writers) took any number of hashes: each is an index probe and a call of
+    rag._reused_sentences. Now at most one per chunk a document may have (max_document_bytes / 64): 54000."""
+    text = "Alpha handbook\n\nThe alpha team vacuums its tables every night at two."
+    known = hashlib.sha256(text.encode()).digest()
+    with connect(pg, adb, R["writer"]) as c:
+        assert (
+            fails(
+                c,
+                "SELECT count(*) FROM rag.embedded_texts('alpha', array_fill('\\x00'::bytea, ARRAY[400000]))",
+            )
+            == "54000"
+        )
+        got = c.execute(
+            "SELECT count(*) FROM rag.embedded_texts('alpha', ARRAY[%s, '\\x00'::bytea])", (known,)
+        ).fetchone()[0]
+        assert got in (0, 1)  # the chunk text's exact form is the chunker's; the call works either way
+        assert fails(c, "SELECT count(*) FROM rag.embedded_texts('bravo', ARRAY['\\x00'::bytea])") == "42501"
+
+
+# ---------------------------------------------------------------- retrieval statistics (0.5.0)
+def test_retrieval_statistics_are_unreadable_and_another_tenants_writes_leave_them(pg, adb):
+    """rag.tenant_stat, rag.tenant_lexeme and rag.tenant_title hold every tenant's vocabulary and titles: no
+    tenant role may read them, and a writer's ingest, new version and delete in its tenant change no row of
+    another tenant's; after them the tables are what a rebuild from rag.chunk makes."""
+    for role in ("reader", "writer", "admin"):
+        with connect(pg, adb, R[role]) as c:
+            for t in ("tenant_stat", "tenant_lexeme", "tenant_title"):
+                assert fails(c, f"SELECT count(*) FROM rag.{t}") == "42501"
+            for f in ("rag._rebuild_retrieval_stats()", "rag._index_tenants(1)", "rag._live_chunks('bravo')"):
+                assert fails(c, f"SELECT * FROM {f}") == "42501"
+    with pg.admin(adb) as a:
+        bravo = stats_of(a, "bravo")
+    with connect(pg, adb, R["writer"]) as c:
+        # the same title and words as bravo's, so the rows would share keys if the tenant were lost
+        doc = "# Bravo secrets\n\nThe launch code of tenant alpha is heron-blue-7.\n"
+        c.execute("SELECT * FROM rag.ingest('alpha', 'mimic.md', %s)", (doc,))
+        c.execute("SELECT * FROM rag.ingest('alpha', 'mimic.md', %s)", (doc + "\nMore launch words.\n",))
+        c.execute("SELECT rag.delete_document('alpha', 'mimic.md')")
+    with pg.admin(adb) as a:
+        assert stats_of(a, "bravo") == bravo
+        kept = {t: stats_of(a, t) for t in ("alpha", "bravo", "charlie")}
+        with a.transaction(force_rollback=True):
+            a.execute("SELECT rag._rebuild_retrieval_stats()")
+            assert {t: stats_of(a, t) for t in ("alpha", "bravo", "charlie")} == kept
+
+
+# ---------------------------------------------------------------- tenant names
+@pytest.mark.parametrize(
+    "name",
+    ["a'b", "a\\b", "a$b", 'a"b', "x" * 64, "caf\u00e9", "a b", "-a", "", "a;DROP TABLE rag.chunk"],
+)
+def test_tenant_names_that_could_break_quoting_are_refused(pg, adb, name):
+    """Tenant names reach EXECUTE-built queries (%L) and index names (md5): only 1-63 of [A-Za-z0-9_.-]
+    exist."""
+    with connect(pg, adb, R["admin"]) as c:
+        assert fails(c, "SELECT rag.create_tenant(%s)", (name,)) == "22023"
+    with pg.admin(adb) as a:
+        assert a.execute("SELECT count(*) FROM rag.tenant WHERE tenant = %s", (name,)).fetchone()[0] == 0
+
+
+def test_tenants_differing_in_case_have_their_own_rows_and_index(pg, adb):
+    """'Case' and 'case' are two tenants: the per-tenant index of one is never the other's, and each
+    retrieves only its own chunks, past the five calls after which PL/pgSQL may cache a generic plan."""
+    with pg.admin(adb) as a:
+        for tenant, secret in (("Case", "upper-lynx-11"), ("case", "lower-otter-22")):
+            a.execute("SELECT rag.create_tenant(%s)", (tenant,))
+            a.execute("SELECT rag.grant_tenant(%s, %s)", (tenant, R["reader"]))
+            a.execute(
+                "SELECT * FROM rag.ingest(%s, 'k.md', %s)",
+                (tenant, f"# Keys\n\nThe key of this tenant is {secret}.\n"),
+            )
+        built = a.execute("SELECT tenant, index_name FROM rag._index_tenants(1, 'Case')").fetchall()
+        assert {t for t, _ in built} == {"Case"}
+        names = a.execute("SELECT rag._tenant_index_name('Case'), rag._tenant_index_name('case')").fetchone()
+        assert names[0] != names[1]
+        assert a.execute("SELECT to_regclass('rag.' || %s)", (names[1],)).fetchone()[0] is None
+        ids = {
+            t: {r[0] for r in a.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = %s", (t,)).fetchall()}
+            for t in ("Case", "case")
+        }
+    with connect(pg, adb, R["reader"]) as c:
+        for _ in range(7):
+            for tenant in ("Case", "case"):
+                got = {
+                    r[0]
+                    for r in c.execute(
+                        "SELECT chunk_id FROM rag.retrieve('What is the key of this tenant?', %s, 5)",
+                        (tenant,),
+                    )
+                }
+                assert got and got <= ids[tenant]
+
+
+def test_a_case_insensitive_database_collation_keeps_tenants_apart(pg):
+    """The hot tenant comparisons collate "default" (the database's): with an ICU default that compares 'Docs'
+    and 'docs' at level 2 (case-insensitively), they still are two tenants, each with its own statistics row
+    and its own answers (PostgreSQL's database collations are deterministic: equal only when the bytes
+    are)."""
+    name = f"pgcite_icu_{SFX}"
+    reader = f"icureader_{SFX}"
+    drop_database(pg, name)
+    with pg.admin() as a:
+        try:
+            a.execute(
+                f'CREATE DATABASE "{name}" TEMPLATE template0 LOCALE_PROVIDER icu'
+                " ICU_LOCALE 'und-u-ks-level2' LOCALE 'C.UTF-8'"
+            )
+        except psycopg.Error as e:  # a server built without ICU
+            pytest.skip(f"no ICU database collation: {e}")
+    try:
+        with pg.admin(name) as c:
+            c.execute("CREATE EXTENSION pgcite_python CASCADE")
+            assert c.execute("SELECT 'Docs' = 'docs', 'Docs' < 'docs' OR 'Docs' > 'docs'").fetchone() == (
+                False,
+                True,
+            )
+            c.execute(f"CREATE ROLE {reader} LOGIN IN ROLE pgcite_reader")
+            for tenant, secret in (("Docs", "granite-falcon-5"), ("docs", "velvet-badger-9")):
+                c.execute("SELECT rag.create_tenant(%s)", (tenant,))
+                c.execute(
+                    "SELECT * FROM rag.ingest(%s, 'k.md', %s)",
+                    (tenant, f"# Launch\n\nThe launch code of this tenant is {secret}.\n"),
+                )
+            c.execute("SELECT rag.grant_tenant('docs', %s)", (reader,))
+            assert (
+                c.execute("SELECT count(*) FROM rag.tenant_stat WHERE tenant IN ('Docs', 'docs')").fetchone()[
+                    0
+                ]
+                == 2
+            )
+            assert c.execute("SELECT rag._live_chunks('Docs'), rag._live_chunks('docs')").fetchone() == (1, 1)
+        with connect(pg, name, reader) as c:
+            for _ in range(7):
+                row = c.execute(
+                    "SELECT status, answer FROM rag.ask('What is the launch code?', 'docs')"
+                ).fetchone()
+                assert "velvet-badger-9" in (row[1] or "") and "granite" not in (row[1] or "")
+            assert fails(c, "SELECT * FROM rag.ask('What is the launch code?', 'Docs')") == "42501"
+    finally:
+        drop_database(pg, name)
+        with pg.admin() as a:
+            a.execute(f"DROP ROLE IF EXISTS {reader}")
