@@ -74,7 +74,7 @@ def embed_texts(plpy, GD, texts) -> list[str]:
     """pgvector literals for texts (None stays None), in batched encodes of CANCEL_SLICE texts. 54000 when
     the texts together are longer than the setting max_document_bytes, or when there are more of them (NULLs
     and empty texts included) than a document may have chunks and sentences: one per 64 bytes of it (an
-    array_fill of 20 million NULLs has no bytes, and its result list took 2.4 GB before it could be cancelled)."""
+    array_fill of 20 million NULLs has no bytes; its result list took 2.4 GB before it could be cancelled)."""
     limit = _max_document_bytes(plpy, MAX_DOCUMENT_BYTES)
     if len(texts) > max(1, limit // BYTES_PER_VECTOR):
         plpy.error(
