@@ -618,6 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True)
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--json", action="store_true")
+    client_side(p, "embed the question in this process")
 
     p = command("replay", cmd_replay, "re-run a logged ask and compare (exit 1 if it differs)")
     p.add_argument("ask_id", type=int, metavar="ASK_ID")

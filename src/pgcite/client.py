@@ -240,8 +240,8 @@ class _Q:
         )
 
     @staticmethod
-    def explain(question: str, tenant: str, k: int) -> tuple[str, Params]:
-        return "SELECT * FROM rag.explain(%s, %s, %s)", (question, tenant, k)
+    def explain(question: str, tenant: str, k: int, qemb: Any) -> tuple[str, Params]:
+        return "SELECT * FROM rag.explain(%s, %s, %s, %s::public.vector)", (question, tenant, k, qemb)
 
     @staticmethod
     def calibrate(tenant: str, questions: Sequence[Mapping[str, Any]]) -> tuple[str, Params]:
@@ -568,9 +568,12 @@ class Client:
                 return Answer.from_row(row)
             request = dict(row["evidence"]["retry"])
 
-    def explain(self, question: str, tenant: str, k: int = 8) -> list[Row]:
-        """rag.explain's rows as dicts (their columns are not fixed)."""
-        return self._fetch(*_Q.explain(question, tenant, k))
+    def explain(
+        self, question: str, tenant: str, k: int = 8, query_embedding: EmbeddingLike | None = None
+    ) -> list[Row]:
+        """rag.explain's rows as dicts (their columns are not fixed); the question embedded as ask does."""
+        qemb = self._query_embedding(question, tenant, query_embedding)
+        return self._fetch(*_Q.explain(question, tenant, k, qemb))
 
     def calibrate(self, tenant: str, questions: Sequence[Mapping[str, Any]]) -> list[Row]:
         """rag.calibrate's decision table; questions: [{id, question, expect, kind}] (embedded in this client,
@@ -821,8 +824,11 @@ class AsyncClient:
                 return Answer.from_row(row)
             request = dict(row["evidence"]["retry"])
 
-    async def explain(self, question: str, tenant: str, k: int = 8) -> list[Row]:
-        return await self._fetch(*_Q.explain(question, tenant, k))
+    async def explain(
+        self, question: str, tenant: str, k: int = 8, query_embedding: EmbeddingLike | None = None
+    ) -> list[Row]:
+        qemb = await self._query_embedding(question, tenant, query_embedding)
+        return await self._fetch(*_Q.explain(question, tenant, k, qemb))
 
     async def calibrate(self, tenant: str, questions: Sequence[Mapping[str, Any]]) -> list[Row]:
         if (await self.plan()).embed_locally:
