@@ -24,8 +24,8 @@ from conftest import CHAPTERS_TENANT, MANUAL, ROOT, chapter_files, create_manage
 
 import pgcite.local
 from pgcite import AsyncClient, Client
+from pgcite.calls import _Plan
 from pgcite.cli import main
-from pgcite.client import _Plan
 from pgcite.local import embed_text, question_text
 
 pytestmark = pytest.mark.manual
