@@ -264,3 +264,14 @@ def test_calibrate_rejects_one_sided_question_sets(conn):
     with pytest.raises(psycopg.Error) as e:
         conn.execute("SELECT * FROM rag.calibrate('tiny', %s)", (json.dumps(only),))
     assert sqlstate_of(e) == "22023"
+
+
+@pytest.mark.parametrize("bad", [["a", "b"], "0.1,0.2", [], {"v": 1}, [[0.1]], [True]])
+def test_calibrate_refuses_a_malformed_question_embedding(conn, bad):
+    questions = [
+        {"id": "a1", "question": WRAP_Q, "expect": [], "kind": "answerable", "query_embedding": bad},
+        {"id": "o1", "question": "Who painted the Mona Lisa?", "expect": [], "kind": "out_of_corpus"},
+    ]
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute("SELECT * FROM rag.calibrate('tiny', %s)", (json.dumps(questions),))
+    assert sqlstate_of(e) == "22023" and "query_embedding" in str(e.value)

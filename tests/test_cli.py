@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import MANUAL
 
-from pgcite.cli import build_parser, main, print_table
+from pgcite.cli import build_parser, main
 from pgcite.cluster import Cluster
 from pgcite.ingest_files import detect_format, iter_sources, read_document
+from pgcite.printing import print_table
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_FILES = ["routine-vacuuming.html", "indexes-types.html"]

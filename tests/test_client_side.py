@@ -24,8 +24,8 @@ from conftest import CHAPTERS_TENANT, MANUAL, ROOT, chapter_files, create_manage
 
 import pgcite.local
 from pgcite import AsyncClient, Client
+from pgcite.calls import _Plan
 from pgcite.cli import main
-from pgcite.client import _Plan
 from pgcite.local import embed_text, question_text
 
 pytestmark = pytest.mark.manual
@@ -259,6 +259,21 @@ def test_ask_as_the_managed_owner(managed):
         "ask", "What is the capital of Australia?", "--tenant", TENANT, "--dsn", managed.dsn, "--json"
     )
     assert rc == 3 and json.loads(out)["reason"] == "no_relevant_sources"
+
+
+def test_explain_as_the_managed_owner_embeds_the_question_in_the_client(managed):
+    """Without pgcite_python, rag.explain gets the question's embedding from the client, as ask does: the
+    vector leg ranks candidates and the cited chunk is the one ask cites."""
+    rc, out, err = cli("explain", WRAP_Q, "--tenant", TENANT, "--dsn", managed.dsn, "--json")
+    assert rc == 0, err
+    rows = json.loads(out)
+    assert rows and any(r["vec_rank"] is not None for r in rows)
+    cited = [r["anchor"] for r in rows if r["cited"]]
+    assert cited and cited[0] == "VACUUM-FOR-WRAPAROUND"
+    with psycopg.connect(managed.dsn) as c:  # the server alone cannot embed it
+        with pytest.raises(psycopg.Error) as exc:
+            c.execute("SELECT * FROM rag.explain(%s, %s)", (WRAP_Q, TENANT)).fetchall()
+    assert exc.value.sqlstate == "55000"
 
 
 def test_a_typo_is_corrected_by_the_server_before_the_client_embeds(managed):

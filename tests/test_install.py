@@ -195,7 +195,7 @@ def test_release_then_upgrade_equals_fresh_install_and_keeps_data(pg, managed_db
     assert rc == 0, err
     assert out.splitlines() == [
         "upgraded pgcite 0.3.0 -> 0.5.0",
-        "migrations applied: 006-trusted.sql, 007-retrieval-stats.sql",
+        "migrations applied: 006-trusted.sql, 007-retrieval-stats.sql, 009-explain-query-embedding.sql",
     ]
     with psycopg.connect(m.dsn) as c:
         upgraded = catalog(c, installer=m.owner)
@@ -703,6 +703,11 @@ def test_default_privileges_of_the_creating_role_are_refused(pg, managed_db, pla
         f"error [55000]: migrations/000-prerequisites.sql: role {m.owner} has default privileges"
         " that would apply"
     )
+    # an older release (whose own prerequisite checks predate this one) is checked by today's first
+    rc, _, err = cli("install", "--dsn", m.dsn, "--version", "0.4.0")
+    assert rc == 2 and err.startswith(
+        f"error [55000]: migrations/000-prerequisites.sql: role {m.owner} has default privileges"
+    ), err
     with psycopg.connect(m.dsn, autocommit=True) as c:
         assert local_snapshot(c) == before
         for kind, what in grants.items():

@@ -408,7 +408,9 @@ COMMENT ON FUNCTION rag.replay(bigint) IS
 'chunks without calling the model: citations_verify says whether its citations still verify, recheck has the '
 'details (NULL for extractive answers).';
 
-CREATE OR REPLACE FUNCTION rag._explain(p_caller name, p_question text, p_tenant text, p_k integer)
+CREATE OR REPLACE FUNCTION rag._explain(
+    p_caller name, p_question text, p_tenant text, p_k integer, p_query_embedding public.vector
+)
 RETURNS TABLE (
     fused_rank integer, chunk_id bigint, doc_key text, anchor text, title text,
     vec_rank integer, distance float8, fts_rank integer, fts_score float8, trgm_rank integer, trgm_score float8,
@@ -425,7 +427,7 @@ DECLARE
     r record;
 BEGIN
     PERFORM rag._authorize(p_caller, p_tenant, 'read');
-    p := rag._prepare_question(p_question, p_tenant, p_k, NULL, params);
+    p := rag._prepare_question(p_question, p_tenant, p_k, p_query_embedding, params);
     IF NOT p.has_question THEN
         RETURN;
     END IF;
@@ -447,10 +449,12 @@ BEGIN
     ORDER BY x.fused_rank;
 END
 $fn$;
-COMMENT ON FUNCTION rag._explain(name, text, text, integer) IS
+COMMENT ON FUNCTION rag._explain(name, text, text, integer, public.vector) IS
 'Internal (SECURITY DEFINER: reads embeddings): rag.explain for the checked caller.';
 
-CREATE OR REPLACE FUNCTION rag.explain(question text, tenant text, k integer DEFAULT 5)
+CREATE OR REPLACE FUNCTION rag.explain(
+    question text, tenant text, k integer DEFAULT 5, query_embedding public.vector DEFAULT NULL
+)
 RETURNS TABLE (
     fused_rank integer, chunk_id bigint, doc_key text, anchor text, title text,
     vec_rank integer, distance float8, fts_rank integer, fts_score float8, trgm_rank integer, trgm_score float8,
@@ -460,13 +464,14 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT * FROM rag._explain(current_user, explain.question, explain.tenant, explain.k)
+    SELECT * FROM rag._explain(current_user, explain.question, explain.tenant, explain.k, explain.query_embedding)
 $fn$;
-COMMENT ON FUNCTION rag.explain(text, text, integer) IS
+COMMENT ON FUNCTION rag.explain(text, text, integer, public.vector) IS
 'Every candidate of every retrieval leg with its rank and score per leg, the fused order, whether it was cited '
-'and what dropped it (rank_beyond_k, gate:<reason>, not_quoted).';
+'and what dropped it (rank_beyond_k, gate:<reason>, not_quoted). query_embedding as for rag.ask (needed '
+'where pgcite_python is not installed).';
 
 GRANT EXECUTE ON FUNCTION rag.verify_log(text) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.replay(bigint) TO pgcite_reader;
-GRANT EXECUTE ON FUNCTION rag.explain(text, text, integer) TO pgcite_reader;
+GRANT EXECUTE ON FUNCTION rag.explain(text, text, integer, public.vector) TO pgcite_reader;
 GRANT EXECUTE ON FUNCTION rag.log_head(text) TO pgcite_admin;

@@ -73,6 +73,20 @@ BEGIN
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = 'calibration needs both answerable and out_of_corpus questions';
     END IF;
+    IF EXISTS (
+        SELECT FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e
+        WHERE pg_catalog.jsonb_typeof(e -> 'query_embedding') NOT IN ('array', 'null')
+            OR (pg_catalog.jsonb_typeof(e -> 'query_embedding') = 'array' AND (
+                pg_catalog.jsonb_array_length(e -> 'query_embedding') = 0
+                OR EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(e -> 'query_embedding') AS x
+                           WHERE pg_catalog.jsonb_typeof(x) <> 'number')))
+    ) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'a question''s "query_embedding" must be an array of numbers',
+            HINT = 'Pass the 384 numbers of the question''s all-MiniLM-L6-v2 embedding, or leave the key out '
+                || 'to embed the question in the database.';
+    END IF;
     IF _calibrate.false_answer_cost IS NULL OR _calibrate.false_answer_cost <= 0 THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',

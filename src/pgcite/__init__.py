@@ -6,7 +6,9 @@ exceptions that SQLSTATEs map to.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .client import AsyncClient, Client, resolve_dsn
+from .async_client import AsyncClient
+from .calls import resolve_dsn
+from .client import Client
 from .errors import (
     ERROR_CODES,
     Canceled,

@@ -14,136 +14,32 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .client import Client, resolve_dsn
+from .calls import resolve_dsn
+from .client import Client
 from .errors import ConnectionFailed, PgciteError
 from .evaluate import (
     QuestionResult,
     QuestionSetError,
     calibration_overlap,
     calibration_summary,
-    gate_signals,
-    gate_thresholds,
     load_questions,
-    misses,
     run,
     summarize,
-    threshold_for,
 )
 from .ingest_files import FORMATS, ingest_paths
-from .types import Answer
+from .printing import print_answer, print_error, print_json, print_misses, print_summary, print_table
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_ERROR = 2
 EXIT_ABSTAINED = 3
 
-REASONS = {
-    "no_relevant_sources": "no passage of the corpus matches the question closely enough to answer it from",
-    "no_verifiable_quote": "passages were found, but no quote from them could be verified word for word",
-    "empty_question": "the question is empty",
-    "generator_invalid_output": "the generator twice returned no valid CitedAnswer JSON",
-    "citation_unverifiable": "the generator twice cited quotes that could not be verified in their sources",
-    "unsupported_claim": "the generator twice wrote a sentence that no quote it cited supports",
-    "generator_unavailable": "the generator could not be reached, failed or timed out",
-    "generator_abstained": "the generator said the sources do not answer the question",
-}
 
-
-# ---------------------------------------------------------------------- output helpers
-def _json(obj: Any, out: TextIO) -> None:
-    out.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
-def _cell(value: Any, width: int) -> str:
-    if value is None:
-        text = ""
-    elif isinstance(value, float):
-        text = f"{value:.6g}"
-    elif isinstance(value, dict | list):
-        text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
-    else:
-        text = str(value)
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def print_table(rows: Sequence[Mapping[str, Any]], out: TextIO, max_width: int = 48) -> None:
-    """Rows of any shape as an aligned text table (long cells cut; use --json for everything)."""
-    if not rows:
-        out.write("(no rows)\n")
-        return
-    columns = list(rows[0].keys())
-    cells = [[_cell(r.get(c), max_width) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip() + "\n")
-    out.write("  ".join("-" * w for w in widths) + "\n")
-    for row in cells:
-        out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
-
-
-def print_error(exc: PgciteError, err: TextIO) -> None:
-    code = f" [{exc.sqlstate}]" if exc.sqlstate else ""
-    err.write(f"error{code}: {exc.message}\n")
-    if exc.detail:
-        err.write(f"detail: {exc.detail}\n")
-    if exc.hint:
-        err.write(f"hint: {exc.hint}\n")
-
-
-def explain_abstention(answer: Answer) -> str:
-    """One line saying why the answer abstained, with the gate signals that failed."""
-    text = REASONS.get(answer.reason or "", "pgcite declined to answer")
-    text = text[:1].upper() + text[1:]
-    gate = answer.gate
-    failed = gate.get("failed") or []
-    if failed:
-        signals, thresholds = gate_signals(gate), gate_thresholds(gate)
-        parts = []
-        for name in failed:
-            value, limit = signals.get(name), threshold_for(name, thresholds)
-            if value is not None and limit is not None:
-                parts.append(f"{name} {value:.3f} < {limit:.3f}")
-            else:
-                parts.append(str(name))
-        text += f" (failed: {', '.join(parts)})"
-    return text + "."
-
-
-def print_answer(answer: Answer, out: TextIO) -> None:
-    if answer.answered:
-        out.write((answer.answer or "").strip() + "\n\n")
-        for c in answer.citations:
-            title = f" § {c.title}" if c.title else ""
-            anchor = f" ({c.anchor})" if c.anchor else ""
-            out.write(f"[{c.n}] {c.doc_key}{title}{anchor}\n")
-            if c.quote:
-                out.write(f"    “{' '.join(c.quote.split())}”\n")
-            status = "verified" if c.verified else "NOT VERIFIED"
-            out.write(f"    {status}" + (f" · {c.source_url}" if c.source_url else "") + "\n")
-    else:
-        out.write(f"ABSTAINED: {answer.reason or 'unknown'}\n")
-        out.write(f"  {explain_abstention(answer)}\n")
-    generation = answer.generation
-    if generation.get("called"):
-        attempts = generation.get("attempts") or []
-        who = generation.get("generator") or "caller"
-        model = f" ({generation['model']})" if generation.get("model") else ""
-        out.write(
-            f"\ngenerated by {who}{model} in {len(attempts)} attempt{'s' if len(attempts) != 1 else ''}"
-        )
-        if generation.get("model_abstain_reason"):
-            out.write(f"; the model said: {generation['model_abstain_reason']}")
-        out.write("\n")
-    fp = answer.fingerprint
-    out.write(f"\nask_id {answer.ask_id}" + (f" · fingerprint {fp[:16]}" if fp else "") + "\n")
-
-
-# ---------------------------------------------------------------------- commands
 def _client(args: argparse.Namespace) -> Client:
     # --client-side: parse and embed in this process; else only what the server cannot (no pgcite_python)
     return Client(args.dsn, client_side=True if getattr(args, "client_side", False) else None)
@@ -190,7 +86,7 @@ def cmd_status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not running:
             info["running"] = False
             if args.json:
-                _json(info, out)
+                print_json(info, out)
             else:
                 state = "stopped" if cluster.exists() else "not created"
                 out.write(f"cluster: {cluster.home} ({state})\nrunning: no\n")
@@ -205,13 +101,13 @@ def cmd_status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         info["running"] = False
         info["error"] = exc.message
         if args.json:
-            _json(info, out)
+            print_json(info, out)
         else:
             out.write(f"dsn: {dsn}\nrunning: no ({exc.message})\n")
         return EXIT_CHECK_FAILED
     info["running"] = True
     if args.json:
-        _json(info, out)
+        print_json(info, out)
         return EXIT_OK
     if "cluster" in info:
         out.write(f"cluster: {info['cluster']['home']}\n")
@@ -299,7 +195,7 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             on_result=report,
         )
     if args.json:
-        _json(summary.to_dict(with_results=args.verbose), out)
+        print_json(summary.to_dict(with_results=args.verbose), out)
     else:
         if args.verbose:
             for r in summary.results:
@@ -325,7 +221,7 @@ def cmd_ask(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with _client(args) as client:
         answer = client.ask(args.question, args.tenant, k=args.k, options=options)
     if args.json:
-        _json(answer.to_dict(), out)
+        print_json(answer.to_dict(), out)
     else:
         print_answer(answer, out)
     return EXIT_OK if answer.answered else EXIT_ABSTAINED
@@ -335,7 +231,7 @@ def cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with _client(args) as client:
         rows = client.explain(args.question, args.tenant, k=args.k)
     if args.json:
-        _json(rows, out)
+        print_json(rows, out)
     else:
         print_table(rows, out)
     return EXIT_OK
@@ -345,7 +241,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with _client(args) as client:
         r = client.replay(args.ask_id)
     if args.json:
-        _json(r.to_dict(), out)
+        print_json(r.to_dict(), out)
     else:
         out.write(f"ask {r.ask_id}: {'identical' if r.identical else 'DIFFERENT'}\n")
         out.write(f"fingerprint then: {r.fingerprint_then}\nfingerprint now:  {r.fingerprint_now}\n")
@@ -360,7 +256,7 @@ def cmd_verify_log(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with _client(args) as client:
         v = client.verify_log(args.tenant)
     if args.json:
-        _json(v.to_dict(), out)
+        print_json(v.to_dict(), out)
     elif v.ok:
         pending = f", {v.unsealed} not yet sealed" if v.unsealed else ""
         out.write(f"log of {args.tenant}: ok ({v.checked} entries checked{pending})\n")
@@ -368,72 +264,6 @@ def cmd_verify_log(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         where = f" at ask_id {v.first_bad_ask_id}" if v.first_bad_ask_id is not None else ""
         out.write(f"log of {args.tenant}: BROKEN{where}: {v.problem} ({v.checked} entries checked)\n")
     return EXIT_OK if v.ok else EXIT_CHECK_FAILED
-
-
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}%"
-
-
-def print_summary(summary: Mapping[str, Any], out: TextIO) -> None:
-    def num(v: Any) -> str:
-        return "–" if v is None else f"{v:.3f}"
-
-    out.write(
-        f"questions {summary['questions']}: {summary['answerable']} answerable, "
-        f"{summary['unanswerable']} unanswerable\n"
-    )
-    out.write(
-        f"citations   hit@1 {_pct(summary['hit_at_1'])}  hit@3 {_pct(summary['hit_at_3'])}  "
-        f"MRR@10 {num(summary['mrr_at_10'])}\n"
-    )
-    out.write(
-        f"retrieval   hit@1 {_pct(summary['retrieval_hit_at_1'])}  "
-        f"hit@3 {_pct(summary['retrieval_hit_at_3'])}  "
-        f"MRR@10 {num(summary['retrieval_mrr_at_10'])}\n"
-    )
-    if summary.get("answer_contains_questions"):
-        out.write(
-            f"answers     contain the fact (answer_has) {_pct(summary['answer_contains'])} "
-            f"of {summary['answer_contains_questions']}\n"
-        )
-    out.write(
-        f"false abstain {summary['false_abstain']} ({_pct(summary['false_abstain_rate'])})  "
-        f"false answer {summary['false_answer']} ({_pct(summary['false_answer_rate'])})  "
-        f"quotes verified {_pct(summary['quotes_verified'])} of {summary['citations']}\n"
-    )
-    if summary.get("errors"):
-        out.write(f"errors {summary['errors']}\n")
-    sep = summary.get("separation") or {}
-    if sep.get("signal"):
-        a, u = sep["answerable"], sep["unanswerable"]
-        out.write(
-            f"signal {sep['signal']}: answerable {num(a['min'])}..{num(a['max'])} (mean {num(a['mean'])}), "
-            f"unanswerable {num(u['min'])}..{num(u['max'])} (mean {num(u['mean'])}), threshold "
-            f"{num(sep.get('threshold'))}\n"
-        )
-        if sep.get("gap") is not None:
-            verdict = "separated" if sep["separated"] else f"overlap ({sep['overlapping']} questions in it)"
-            out.write(f"gap {sep['gap']:.3f}: {verdict}\n")
-
-
-def _print_misses(results: Sequence[QuestionResult], out: TextIO) -> None:
-    missed = misses(results)
-    if not missed:
-        return
-    out.write(f"\nmisses ({len(missed)}):\n")
-    for r in missed:
-        if r.status == "error":
-            got = f"ERROR {r.error}"
-        elif r.answered:
-            got = "cited " + (", ".join(a or "?" for a in r.cited) or "nothing")
-            if r.answer_contains is False:
-                got += " without any answer_has string"
-        else:
-            got = f"ABSTAINED {r.reason}"
-        expected = ", ".join(r.expect) or "(abstain)"
-        out.write(f"  {r.id} [{r.kind}] expected {expected}; got {got}\n")
-        if r.answered:
-            out.write(f"      answer: {' '.join((r.answer or '').split())}\n")
 
 
 def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -488,10 +318,12 @@ def cmd_eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         Path(args.report).write_text(html, encoding="utf-8")
         err.write(f"pgcite: report written to {args.report}\n")
     if args.json:
-        _json({**summary, **meta, "warnings": warnings, "per_question": [r.to_dict() for r in results]}, out)
+        print_json(
+            {**summary, **meta, "warnings": warnings, "per_question": [r.to_dict() for r in results]}, out
+        )
     else:
         print_summary(summary, out)
-        _print_misses(results, out)
+        print_misses(results, out)
     if summary["errors"]:
         failed = summary["errors"]
         err.write(f"pgcite: {failed} questions failed with an error; the totals count them as misses\n")
@@ -512,7 +344,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         rows = client.calibrate(args.tenant, [q.for_calibrate() for q in questions])
         summary = calibration_summary(args.tenant, client.tenant_gate(args.tenant))
     if args.json:
-        _json(rows, out)
+        print_json(rows, out)
         err.write(summary + "\n")
     else:
         print_table(rows, out)
@@ -618,6 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tenant", required=True)
     p.add_argument("--k", type=int, default=5)
     p.add_argument("--json", action="store_true")
+    client_side(p, "embed the question in this process")
 
     p = command("replay", cmd_replay, "re-run a logged ask and compare (exit 1 if it differs)")
     p.add_argument("ask_id", type=int, metavar="ASK_ID")

@@ -336,9 +336,13 @@ def _plan(
                 hint="Run `pgcite install` without --version to upgrade to the current version.",
             )
         script = path.read_text(encoding="utf-8")
-        # as CREATE EXTENSION ran it (rag, public first), then today's check of what it bound to
+        # today's prerequisite checks first (an old release's own 000 lacks the later ones, e.g. the
+        # installing role's default privileges), then the release as CREATE EXTENSION ran it (rag, public
+        # first), then today's check of what it bound to
+        prereq = next(p for p in src.migrations if p.name == ALWAYS_RUN)
         trust = next(p for p in src.core if p.name == TRUST_CHECK)
         files = [
+            (f"migrations/{prereq.name}", extension_free(prereq.read_text(encoding="utf-8"))),
             (
                 "SET search_path",
                 "SET LOCAL search_path = rag, public; SET LOCAL standard_conforming_strings = on",
