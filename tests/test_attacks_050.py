@@ -419,3 +419,61 @@ def test_a_data_only_move_between_install_kinds_keeps_the_statistics(pg, tmp_pat
     finally:
         for name in (src, dst):
             drop_database(pg, name)
+
+
+# ---------------------------------------------------------------- upgrades a tenant role could hold up
+@pytest.mark.parametrize("kind", ["extension", "pgcite install"])
+def test_a_readers_view_on_a_removed_function_does_not_block_the_upgrade(pg, kind):
+    """0.5.0 drops rag.explain(text, text, integer) (migrations/009). A reader may create a view over any
+    function it can name: a temporary one in any database (TEMP is PUBLIC's), a permanent one in a schema of
+    its own. Such a view held up ALTER EXTENSION pgcite UPDATE and `pgcite install` ("cannot drop function
+    rag.explain(text,text,integer) because other objects depend on it") for as long as it existed: an upgrade
+    that a tenant role could prevent. The migration drops with CASCADE; the reader's view goes with it."""
+    from pgcite.cli import main
+
+    name, reader = f"pgcite_up_{SFX}", f"upreader_{SFX}"
+    drop_database(pg, name)
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{name}"')
+        a.execute(f"CREATE ROLE {reader} LOGIN")
+    try:
+        with pg.admin(name) as c:
+            if kind == "extension":
+                c.execute("CREATE EXTENSION pgcite VERSION '0.4.0' CASCADE")
+            else:
+                for ext in ("vector", "pg_trgm", "fuzzystrmatch"):
+                    c.execute(f"CREATE EXTENSION {ext}")
+                rc = main(
+                    ["install", "--dsn", pg.dsn(name), "--version", "0.4.0"],
+                    out=io.StringIO(),
+                    err=io.StringIO(),
+                )
+                assert rc == 0
+            c.execute(f"GRANT pgcite_reader TO {reader}")
+            c.execute("SELECT rag.create_tenant('alpha')")
+            c.execute("SELECT rag.grant_tenant('alpha', %s)", (reader,))
+        with connect(pg, name, reader) as r:
+            r.execute("CREATE TEMP VIEW held AS SELECT * FROM rag.explain('vacuum', 'alpha', 5)")
+            with pg.admin(name) as c:
+                if kind == "extension":
+                    c.execute("ALTER EXTENSION pgcite UPDATE")
+                    version = c.execute(
+                        "SELECT extversion FROM pg_extension WHERE extname = 'pgcite'"
+                    ).fetchone()[0]
+                else:
+                    err = io.StringIO()
+                    assert main(["install", "--dsn", pg.dsn(name)], out=io.StringIO(), err=err) == 0, (
+                        err.getvalue()
+                    )
+                    version = c.execute(
+                        "SELECT version FROM rag.install_version ORDER BY id DESC LIMIT 1"
+                    ).fetchone()[0]
+                assert version == "0.5.0"
+            assert fails(r, "SELECT * FROM held") == "42P01"  # dropped with the old function
+            assert r.execute(
+                "SELECT to_regprocedure('rag.explain(text, text, integer, public.vector)')"
+            ).fetchone()[0]
+    finally:
+        drop_database(pg, name)
+        with pg.admin() as a:
+            a.execute(f"DROP ROLE IF EXISTS {reader}")
