@@ -71,6 +71,8 @@ COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 'question once.';
 
 -- Question words the tenant's corpus does not know are replaced by the closest known word (pg_trgm),
+-- found through rag.word's trigram index and kept only if the tenant has it (rag.term); runs as pgcite_owner
+-- inside the SECURITY DEFINER functions (rag._retrieve, rag._ask, rag._correct, ...) that checked the caller.
 -- so "vacum freeze" searches for "vacuum freeze". Words under 4 letters and numbers are kept as they are.
 -- A correction must also be a plausible typo: at most 1 edit for words of up to 5 letters, 2 for longer
 -- ones (Levenshtein), so a name the corpus lacks ("work_mem", "postgres_fdw") is never cut down to a
@@ -99,10 +101,12 @@ DECLARE
     trgm_threshold text := pg_catalog.current_setting('pg_trgm.similarity_threshold', true);
 BEGIN
     PERFORM pg_catalog.set_config('pg_trgm.similarity_threshold', '0.3', true);
+    -- the words that could be corrected (the conditions of the lookup below), so a question whose only
+    -- unknown words are short ("a", "i") or numbers asks rag._common_words nothing
     SELECT pg_catalog.array_agg(DISTINCT u.word)
     INTO unknown
     FROM pg_catalog.unnest(words) AS u (word)
-    WHERE NOT EXISTS (
+    WHERE pg_catalog.length(u.word) BETWEEN 4 AND 40 AND u.word !~ '^[0-9_]+$' AND NOT EXISTS (
         SELECT FROM rag.term AS k WHERE k.tenant = p_tenant COLLATE "default" AND k.term = u.word COLLATE "default"
     );
     IF unknown IS NOT NULL AND pg_catalog.to_regprocedure('rag._common_words(text[])') IS NOT NULL THEN
@@ -113,19 +117,23 @@ BEGIN
     INTO corrected
     FROM pg_catalog.unnest(words) WITH ORDINALITY AS w (word, n)
     LEFT JOIN LATERAL (
-        SELECT t.term
-        FROM rag.term AS t
+        -- the similar words of every tenant's vocabulary (rag.word's own trigram index), kept only if the
+        -- tenant has them (term_pkey): only similar words are read, and every suggestion is the tenant's
+        SELECT v.word AS term
+        FROM rag.word AS v
         WHERE
             pg_catalog.length(w.word) BETWEEN 4 AND 40
             AND w.word !~ '^[0-9_]+$'
             AND w.word = ANY (unknown)
             AND NOT (w.word = ANY (real_words))
-            AND t.tenant = p_tenant COLLATE "default"
-            AND t.term OPERATOR(public.%) (w.word COLLATE "default")
-            AND public.similarity(t.term, w.word) >= min_similarity
-            AND public.levenshtein_less_equal(t.term, w.word, 2)
+            AND v.word OPERATOR(public.%) (w.word COLLATE "default")
+            AND public.similarity(v.word, w.word) >= min_similarity
+            AND public.levenshtein_less_equal(v.word, w.word, 2)
                 <= CASE WHEN pg_catalog.length(w.word) <= 5 THEN 1 ELSE 2 END
-        ORDER BY public.levenshtein_less_equal(t.term, w.word, 2), public.similarity(t.term, w.word) DESC, t.term
+            AND EXISTS (
+                SELECT FROM rag.term AS t WHERE t.tenant = p_tenant COLLATE "default" AND t.term = v.word
+            )
+        ORDER BY public.levenshtein_less_equal(v.word, w.word, 2), public.similarity(v.word, w.word) DESC, v.word
         LIMIT 1
     ) AS fix ON true;
     IF trgm_threshold IS NOT NULL THEN
@@ -137,17 +145,31 @@ $fn$;
 COMMENT ON FUNCTION rag._correct_question(text, text, jsonb) IS
 'Internal: the question in lower case with unknown words replaced by the nearest word of the tenant''s corpus.';
 
-CREATE OR REPLACE FUNCTION rag.correct_question(question text, tenant text)
+-- Spelling correction reads rag.word, every tenant's vocabulary, which no tenant role may read: it runs as
+-- pgcite_owner, for a caller checked for the tenant, like retrieval itself.
+CREATE OR REPLACE FUNCTION rag._correct(p_caller name, p_question text, p_tenant text)
 RETURNS text
 LANGUAGE plpgsql
 STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
-    PERFORM rag._authorize(current_user, correct_question.tenant, 'read');
-    PERFORM rag._check_question(correct_question.question, 1);  -- 54000 over 4000 characters, as rag.ask
-    RETURN rag._correct_question(correct_question.tenant, correct_question.question, rag._params());
+    PERFORM rag._authorize(p_caller, p_tenant, 'read');
+    PERFORM rag._check_question(p_question, 1);  -- 54000 over 4000 characters, as rag.ask
+    RETURN rag._correct_question(p_tenant, p_question, rag._params());
 END
+$fn$;
+COMMENT ON FUNCTION rag._correct(name, text, text) IS
+'Internal (SECURITY DEFINER: reads rag.word, every tenant''s words): rag.correct_question for the checked caller.';
+
+CREATE OR REPLACE FUNCTION rag.correct_question(question text, tenant text)
+RETURNS text
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT rag._correct(current_user, correct_question.question, correct_question.tenant)
 $fn$;
 COMMENT ON FUNCTION rag.correct_question(text, text) IS
 'The question as retrieval reads it: lower case, with words the tenant''s corpus does not know replaced by the '

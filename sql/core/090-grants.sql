@@ -4,7 +4,7 @@
 --   and runs with standard_conforming_strings and extra_float_digits pinned (not the caller's).
 -- * Every other internal function is revoked from PUBLIC and granted to pgcite_owner (which runs them inside
 --   the SECURITY DEFINER functions) and to the role that runs it as itself: pgcite_reader for the few that
---   row level security, rag.correct_question and rag.embed need, pgcite_writer for rag.ingest's;
+--   row level security and rag.embed need, pgcite_writer for rag.ingest's;
 --   rag._generator_call (pgcite_python) only pgcite_owner may run.
 -- pgcite_python calls this again for the functions it adds.
 CREATE OR REPLACE FUNCTION rag._apply_grants()
@@ -36,7 +36,7 @@ BEGIN
                 'ALTER FUNCTION %s SET standard_conforming_strings = on SET extra_float_digits = 1', f.sig);
             grantee := CASE
                 WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log',
-                    '_context', '_answer_context') THEN 'pgcite_reader'
+                    '_context', '_answer_context', '_correct') THEN 'pgcite_reader'
                 WHEN f.proname IN ('_store_version', '_store_document', '_store_parsed', '_delete_document',
                     '_lock_document', '_reused_embeddings', '_reused_sentences', '_reused_spans') THEN 'pgcite_writer'
                 ELSE 'pgcite_admin'
@@ -47,11 +47,11 @@ BEGIN
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
-            -- readers: what row level security, rag.correct_question and rag.embed run as the reader;
+            -- readers: what row level security and rag.embed run as the reader;
             -- writers: what rag.ingest runs as the writer (parsing, chunking: CPU in proportion to input)
             grantee := CASE
                 WHEN f.proname IN ('_my_tenants', '_config_text', '_settings_catalog', '_params',
-                    '_correct_question', '_common_words', '_python_init', '_check_question') THEN 'pgcite_reader'
+                    '_common_words', '_python_init', '_check_question') THEN 'pgcite_reader'
                 ELSE 'pgcite_writer'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, %I', f.sig, grantee);
