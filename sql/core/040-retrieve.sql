@@ -71,8 +71,6 @@ COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 'question once.';
 
 -- Question words the tenant's corpus does not know are replaced by the closest known word (pg_trgm),
--- found through rag.word's trigram index and kept only if the tenant has it (rag.term); runs as pgcite_owner
--- inside the SECURITY DEFINER functions (rag._retrieve, rag._ask, rag._correct, ...) that checked the caller.
 -- so "vacum freeze" searches for "vacuum freeze". Words under 4 letters and numbers are kept as they are.
 -- A correction must also be a plausible typo: at most 1 edit for words of up to 5 letters, 2 for longer
 -- ones (Levenshtein), so a name the corpus lacks ("work_mem", "postgres_fdw") is never cut down to a
@@ -80,6 +78,9 @@ COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 -- the trigram cut-off only finds candidates (0.3, pg_trgm's own default, lets "indx" reach "index");
 -- the fewest edits win, then the higher similarity. With pgcite_python, ordinary English words
 -- (rag._common_words: "spill", "sentence") are never corrected: they are not typos.
+-- The similar words are found through rag.word's trigram index (every tenant's words, once each) and kept only
+-- if the tenant has them (rag.term); it runs as pgcite_owner inside the SECURITY DEFINER functions
+-- (rag._retrieve, rag._ask, rag._correct, ...) that checked the caller.
 CREATE OR REPLACE FUNCTION rag._correct_question(p_tenant text, p_question text, p_params jsonb)
 RETURNS text
 LANGUAGE plpgsql
