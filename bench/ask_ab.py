@@ -4,7 +4,7 @@
 
 As pgcite_bench_reader, for the first --per-class questions of each class of pgcite_bench.question (after
 three warm-up asks): rag.retrieve (k 8, the question's embedding passed) and rag.ask (k 5, embedded in the
-database), each once; prints p50 and max per class and call, and the statuses of rag.ask. Load the SQL to
+database), each once; prints p50, p95 and max per class and call, and the statuses of rag.ask. Load the SQL to
 compare (e.g. another commit's sql/core/*.sql) into the database between two runs.
 """
 
@@ -54,7 +54,9 @@ def main() -> None:
                 if name == "ask":
                     statuses.setdefault(cls, []).append(got)
     for (cls, name), v in ms.items():
-        print(f"{args.label} {cls:<8} {name:<9} p50 {statistics.median(v):7.1f}  max {max(v):7.1f} ms")
+        p95 = sorted(v)[min(len(v) - 1, int(len(v) * 0.95))]
+        p50 = statistics.median(v)
+        print(f"{args.label} {cls:<8} {name:<9} p50 {p50:7.1f}  p95 {p95:7.1f}  max {max(v):7.1f} ms")
     for cls, v in statuses.items():
         print(f"{args.label} {cls:<8} statuses {dict(sorted((s, v.count(s)) for s in set(v)))}")
 

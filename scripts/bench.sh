@@ -3,7 +3,8 @@
 # Needs the manual ingested into tenant pgdocs (make demo) for bench_ask.py.
 # bench_scale.py (SIZE chunks, default 100000; DURATION seconds of pgbench, default 60) builds its corpus in a
 # database of its own (pgcite_bench, dropped and recreated when SIZE or SEED change) and needs the optional
-# dependency group `bench` (MiniLM in the client), installed here into .venv when missing.
+# dependency group `bench` (MiniLM in the client), installed here into .venv when missing. bench_correct.py then
+# times spelling correction per tenant class on the same database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -n "${DATABASE_URL:-}" ] || .venv/bin/pgcite up >/dev/null
@@ -15,3 +16,4 @@ fi
 .venv/bin/python bench/bench_ask.py --tenant pgdocs
 .venv/bin/python bench/bench_ingest.py --tenant "bench_$(date +%s)"
 SIZE="${SIZE:-100000}" DURATION="${DURATION:-60}" .venv/bin/python bench/bench_scale.py
+.venv/bin/python bench/bench_correct.py "size-${SIZE:-100000}"

@@ -200,8 +200,9 @@ def test_user_tables_have_rls_and_are_dumped(conn):
         """
     ).fetchall()
     assert {r[0] for r in rows} >= {"tenant", "tenant_member", "document", "chunk", "term", "ask_log"}
-    # derived from rag.chunk by its triggers (which refill them when a restore COPYs the chunks): not dumped
-    derived = {"tenant_stat", "tenant_lexeme", "tenant_title"}
+    # derived from rag.chunk (and rag.word from rag.term) by their triggers, which refill them when a restore
+    # COPYs the chunks and terms: not dumped
+    derived = {"tenant_stat", "tenant_lexeme", "tenant_title", "word"}
     assert all(rls and (dumped or name in derived) for name, rls, dumped in rows), rows
 
 
@@ -246,6 +247,8 @@ def test_pg_dump_keeps_user_data(pg, db, tmp_path):
             for t in ("rag.tenant_stat", "rag.tenant_lexeme", "rag.tenant_title"):
                 s = f"SELECT * FROM {t} WHERE live_chunks <> 0 ORDER BY 1, 2"
                 assert a.execute(s).fetchall() == b.execute(s).fetchall(), t
+            s = "SELECT word FROM rag.word ORDER BY 1"
+            assert a.execute(s).fetchall() == b.execute(s).fetchall() != []
     finally:
         drop_database(pg, target)
 

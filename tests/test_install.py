@@ -195,7 +195,8 @@ def test_release_then_upgrade_equals_fresh_install_and_keeps_data(pg, managed_db
     assert rc == 0, err
     assert out.splitlines() == [
         "upgraded pgcite 0.3.0 -> 0.5.0",
-        "migrations applied: 006-trusted.sql, 007-retrieval-stats.sql, 009-explain-query-embedding.sql",
+        "migrations applied: 006-trusted.sql, 007-retrieval-stats.sql, 008-words.sql, "
+        "009-explain-query-embedding.sql",
     ]
     with psycopg.connect(m.dsn) as c:
         upgraded = catalog(c, installer=m.owner)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
+from pathlib import Path
 
 import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
 
 Q = "Notes about the checkpoint of subject 7"
 
@@ -212,3 +216,128 @@ def test_another_tenants_ingest_does_not_switch_a_tenants_vector_search(conn):
     after, seen = plans(conn, sql, (Q, "mine"))
     assert any(ann in p for p in seen)
     assert after == before
+
+
+# rag._correct_question before rag.word (0.5.0 round 2): the tenant's own rag.term rows tested with %, the
+# reference the bounded lookup must agree with on every question
+OLD_CORRECT = """
+CREATE FUNCTION pg_temp.old_correct(p_tenant text, p_question text, p_params jsonb) RETURNS text
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $fn$
+DECLARE
+    words text [] := ARRAY(
+        SELECT m.a[1]
+        FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g')
+            WITH ORDINALITY AS m (a, n)
+        ORDER BY m.n
+    );
+    min_similarity float8 := (p_params ->> 'typo_similarity')::float8;
+    unknown text [];
+    real_words text [] := '{}';
+    corrected text;
+BEGIN
+    PERFORM pg_catalog.set_config('pg_trgm.similarity_threshold', '0.3', true);
+    SELECT pg_catalog.array_agg(DISTINCT u.word) INTO unknown
+    FROM pg_catalog.unnest(words) AS u (word)
+    WHERE NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = u.word);
+    IF unknown IS NOT NULL THEN
+        real_words := rag._common_words(unknown);
+    END IF;
+    SELECT coalesce(pg_catalog.string_agg(coalesce(fix.term, w.word), ' ' ORDER BY w.n), '') INTO corrected
+    FROM pg_catalog.unnest(words) WITH ORDINALITY AS w (word, n)
+    LEFT JOIN LATERAL (
+        SELECT t.term FROM rag.term AS t
+        WHERE pg_catalog.length(w.word) BETWEEN 4 AND 40 AND w.word !~ '^[0-9_]+$'
+            AND w.word = ANY (unknown) AND NOT (w.word = ANY (real_words))
+            AND t.tenant = p_tenant AND t.term OPERATOR(public.%) w.word
+            AND public.similarity(t.term, w.word) >= min_similarity
+            AND public.levenshtein_less_equal(t.term, w.word, 2)
+                <= CASE WHEN pg_catalog.length(w.word) <= 5 THEN 1 ELSE 2 END
+        ORDER BY public.levenshtein_less_equal(t.term, w.word, 2), public.similarity(t.term, w.word) DESC,
+            t.term
+        LIMIT 1
+    ) AS fix ON true;
+    RETURN corrected;
+END
+$fn$
+"""
+
+
+def typos(question: str) -> list[str]:
+    """The question with one letter dropped, doubled or two swapped in each of its words of 5+ letters."""
+    out = []
+    for w in {w for w in question.replace("?", " ").replace(",", " ").split() if w.isalpha() and len(w) >= 5}:
+        for bad in (w[:2] + w[3:], w[:3] + w[3] + w[3:], w[:1] + w[2] + w[1] + w[3:]):
+            out.append(question.replace(w, bad, 1))
+    return out
+
+
+def test_spelling_correction_through_rag_word_corrects_the_dev_set_as_before(conn, chapters):
+    """rag.word (each distinct word once, its own trigram index) gives every dev question, and every one of
+    its one-letter typos, the same correction as the old scan of the tenant's rag.term rows; a new word of
+    an ingest reaches rag.word through the trigger, and the rebuild makes the same table."""
+    from conftest import CHAPTERS_TENANT
+
+    qs = [
+        json.loads(line)["question"] for line in (ROOT / "eval" / "pgdocs-dev.jsonl").read_text().splitlines()
+    ]
+    variants = [v for q in qs for v in [q, *typos(q)]]
+    assert len(variants) > 1000
+    conn.execute(OLD_CORRECT)
+    sql = "SELECT rag._correct_question(%s, %s, rag._params()), pg_temp.old_correct(%s, %s, rag._params())"
+    changed = 0
+    for v in variants:
+        new, old = conn.execute(sql, (CHAPTERS_TENANT, v, CHAPTERS_TENANT, v)).fetchone()
+        assert new == old, v
+        changed += (
+            new != conn.execute("SELECT rag._correct_question('no-such', %s, '{}')", (v,)).fetchone()[0]
+        )
+    assert changed > 300  # many typos were corrected, not merely left as they were
+    # every word of rag.term is in rag.word, and nothing else
+    missing = conn.execute(
+        "SELECT (SELECT count(DISTINCT term) FROM rag.term), (SELECT count(*) FROM rag.word),"
+        " (SELECT count(*) FROM rag.term t WHERE NOT EXISTS (SELECT FROM rag.word w WHERE w.word = t.term))"
+    ).fetchone()
+    assert missing[0] == missing[1] and missing[2] == 0
+    conn.execute("SELECT rag.create_tenant('newwords')")
+    conn.execute("SELECT * FROM rag.ingest('newwords', 'n.md', '# Zyxwvutsrq\n\nThe qwertyuiop setting.')")
+    q = "what is the qwertyuio setting"
+    assert conn.execute("SELECT rag._correct_question('newwords', %s, rag._params())", (q,)).fetchone()[
+        0
+    ] == ("what is the qwertyuiop setting")
+    words = conn.execute("SELECT array_agg(word ORDER BY word) FROM rag.word").fetchone()[0]
+    conn.execute("SELECT rag._rebuild_retrieval_stats()")
+    assert conn.execute("SELECT array_agg(word ORDER BY word) FROM rag.word").fetchone()[0] == words
+
+
+def test_spelling_correction_suggests_only_the_tenants_own_words(conn):
+    """rag.word holds every tenant's words: a reader cannot read it nor run the correction as itself, and a
+    word of another tenant is never suggested (the corrected question is shown to the asker)."""
+    conn.execute("SELECT rag.create_tenant('wa')")
+    conn.execute("SELECT rag.create_tenant('wb')")
+    conn.execute("SELECT * FROM rag.ingest('wa', 'a.md', '# Launch\n\nThe launch code is pelicanorange.')")
+    conn.execute("SELECT * FROM rag.ingest('wb', 'b.md', '# Notes\n\nThe notes of the other tenant.')")
+    role = "spell_reader_" + uuid.uuid4().hex[:6]
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('wb', %s)", (role,))
+    conn.execute("SELECT rag.grant_tenant('wa', current_user::regrole)")
+    q = "what is pelicanorang"
+    assert (
+        conn.execute("SELECT rag.correct_question(%s, 'wa')", (q,)).fetchone()[0] == "what is pelicanorange"
+    )
+    conn.execute(f"SET LOCAL ROLE {role}")
+    assert conn.execute("SELECT rag.correct_question(%s, 'wb')", (q,)).fetchone()[0] == q
+    rows = conn.execute("SELECT content FROM rag.retrieve(%s, 'wb', 3)", (q,)).fetchall()
+    assert len(rows) == 1 and "pelican" not in rows[0][0]  # retrieval corrects as the owner, for wb alone
+    for sql, state in (
+        ("SELECT rag.correct_question(%s, 'wa')", "42501"),  # not a member of wa
+        ("SELECT count(*) FROM rag.word WHERE word = %s", "42501"),
+        ("SELECT rag._correct_question('wa', %s, rag._params())", "42501"),
+    ):
+        conn.execute("SAVEPOINT s")
+        try:
+            conn.execute(sql, (q,) if "%s" in sql else ())
+        except psycopg.Error as e:
+            assert e.sqlstate == state, sql
+        else:
+            raise AssertionError(f"no error: {sql}")
+        conn.execute("ROLLBACK TO SAVEPOINT s")

@@ -91,7 +91,32 @@ CREATE OR REPLACE TRIGGER chunk_stats_update AFTER UPDATE ON rag.chunk
 REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 FOR EACH STATEMENT EXECUTE FUNCTION rag._chunk_stats();
 
--- Recomputes the three tables from rag.chunk (after a bulk load that bypassed the triggers, or to check them).
+-- rag.word (migrations/008): each distinct word of rag.term once, for spelling correction. A statement
+-- trigger adds the words a statement inserted into rag.term (an ingest adds a document's new words in one
+-- statement); in word order, so two concurrent ingests adding the same new words wait on each other in the
+-- same order. rag.term rows are never deleted, so neither are words.
+CREATE OR REPLACE FUNCTION rag._term_words()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    INSERT INTO rag.word (word)
+    SELECT DISTINCT n.term FROM new_terms AS n
+    ORDER BY n.term
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END
+$fn$;
+COMMENT ON FUNCTION rag._term_words() IS
+'Internal trigger: adds the words a statement inserted into rag.term to rag.word (spelling correction).';
+
+CREATE OR REPLACE TRIGGER term_words_insert AFTER INSERT ON rag.term
+REFERENCING NEW TABLE AS new_terms
+FOR EACH STATEMENT EXECUTE FUNCTION rag._term_words();
+
+-- Recomputes the three tables from rag.chunk, and rag.word from rag.term (after a bulk load that bypassed
+-- the triggers, or to check them).
 CREATE OR REPLACE FUNCTION rag._rebuild_retrieval_stats()
 RETURNS bigint
 LANGUAGE plpgsql
@@ -121,13 +146,17 @@ BEGIN
         WHERE c.retired_at IS NULL AND c.title <> ''
         GROUP BY c.tenant, c.title
     ) AS g;
+    LOCK TABLE rag.term IN SHARE MODE;
+    DELETE FROM rag.word;
+    INSERT INTO rag.word (word)
+    SELECT DISTINCT t.term FROM rag.term AS t;
     SELECT coalesce(sum(s.live_chunks), 0)::bigint INTO n FROM rag.tenant_stat AS s;
     RETURN n;
 END
 $fn$;
 COMMENT ON FUNCTION rag._rebuild_retrieval_stats() IS
-'Internal: recomputes rag.tenant_stat, rag.tenant_lexeme and rag.tenant_title from rag.chunk; returns the '
-'number of live chunks.';
+'Internal: recomputes rag.tenant_stat, rag.tenant_lexeme and rag.tenant_title from rag.chunk and rag.word from '
+'rag.term; returns the number of live chunks.';
 
 -- ---------------------------------------------------------------- per-tenant HNSW indexes
 -- A filtered scan of the one HNSW index of rag.chunk walks about k / share rows of the whole table before it

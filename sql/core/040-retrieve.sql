@@ -78,6 +78,9 @@ COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 -- the trigram cut-off only finds candidates (0.3, pg_trgm's own default, lets "indx" reach "index");
 -- the fewest edits win, then the higher similarity. With pgcite_python, ordinary English words
 -- (rag._common_words: "spill", "sentence") are never corrected: they are not typos.
+-- The similar words are found through rag.word's trigram index (every tenant's words, once each) and kept only
+-- if the tenant has them (rag.term); it runs as pgcite_owner inside the SECURITY DEFINER functions
+-- (rag._retrieve, rag._ask, rag._correct_question_for, ...) that checked the caller.
 CREATE OR REPLACE FUNCTION rag._correct_question(p_tenant text, p_question text, p_params jsonb)
 RETURNS text
 LANGUAGE plpgsql
@@ -125,19 +128,23 @@ BEGIN
     INTO corrected
     FROM pg_catalog.unnest(words) WITH ORDINALITY AS w (word, n)
     LEFT JOIN LATERAL (
-        SELECT t.term
-        FROM rag.term AS t
+        -- the similar words of every tenant's vocabulary (rag.word's own trigram index), kept only if the
+        -- tenant has them (term_pkey): only similar words are read, and every suggestion is the tenant's
+        SELECT v.word AS term
+        FROM rag.word AS v
         WHERE
             pg_catalog.length(w.word) BETWEEN 4 AND 40
             AND w.word !~ '^[0-9_]+$'
             AND w.word = ANY (unknown)
             AND NOT (w.word = ANY (real_words))
-            AND t.tenant = p_tenant COLLATE "default"
-            AND t.term OPERATOR(public.%) (w.word COLLATE "default")
-            AND public.similarity(t.term, w.word) >= min_similarity
-            AND public.levenshtein_less_equal(t.term, w.word, 2)
+            AND v.word OPERATOR(public.%) (w.word COLLATE "default")
+            AND public.similarity(v.word, w.word) >= min_similarity
+            AND public.levenshtein_less_equal(v.word, w.word, 2)
                 <= CASE WHEN pg_catalog.length(w.word) <= 5 THEN 1 ELSE 2 END
-        ORDER BY public.levenshtein_less_equal(t.term, w.word, 2), public.similarity(t.term, w.word) DESC, t.term
+            AND EXISTS (
+                SELECT FROM rag.term AS t WHERE t.tenant = p_tenant COLLATE "default" AND t.term = v.word
+            )
+        ORDER BY public.levenshtein_less_equal(v.word, w.word, 2), public.similarity(v.word, w.word) DESC, v.word
         LIMIT 1
     ) AS fix ON true;
     IF trgm_threshold IS NOT NULL THEN
@@ -148,25 +155,6 @@ END
 $fn$;
 COMMENT ON FUNCTION rag._correct_question(text, text, jsonb) IS
 'Internal: the question in lower case with unknown words replaced by the nearest word of the tenant''s corpus.';
-
-CREATE OR REPLACE FUNCTION rag.correct_question(question text, tenant text)
-RETURNS text
-LANGUAGE plpgsql
-STABLE
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-BEGIN
-    -- as pgcite_owner, after checking the caller and its tenant: readers may not run rag._correct_question
-    -- (nor rag._common_words) themselves, with questions of any length
-    RETURN rag._correct_question_for(current_user, correct_question.question, correct_question.tenant);
-END
-$fn$;
-COMMENT ON FUNCTION rag.correct_question(text, text) IS
-'The question as retrieval reads it: lower case, with words the tenant''s corpus does not know replaced by the '
-'nearest known word. A client that embeds questions itself embeds this text when it differs from the question''s '
-'words (rag.ask does the same).';
-
-GRANT EXECUTE ON FUNCTION rag.correct_question(text, text) TO pgcite_reader;
 
 -- The text embedded for a question: the corrected question if a word was corrected, else the question.
 CREATE OR REPLACE FUNCTION rag._embedding_text(p_question text, p_corrected text)
