@@ -39,6 +39,12 @@ AS $fn$
             || '|(which|what) (\w+ )?(command|setting|parameter|option|function|tool|program|utility|configuration)s?'
             || '|is there a way)\M'),
         'why', p_question ~* '\mwhy\M',
+        -- asks for a number: how many / how much / how long / how often, a maximum, a minimum, a limit
+        'quantity', p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
+            || '|\m(maximum|minimum|limit|limits|at most|at least)\M'),
+        -- asks for several things: what are the ..., which ... (plural), the steps, the ways, the commands
+        'list', p_question ~* ('^\s*(what|which) (are|were)\M|\m(list|steps|ways|reasons|kinds|types|limitations|'
+            || 'restrictions|commands|options|files|directories|settings|parameters|operators|functions)\M'),
         -- "What is X?", "What are X?", "What is X used for?" (X up to a comma or the question mark): X's content
         -- words, when X is short (at most five words); NULL otherwise
         'defines', (
@@ -155,7 +161,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT '{"names": 0.1, "howto": 0.2, "why": 0.05, "defines": 0.1, "neighbour": 0.15, "inherit": 0.05,
         "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8,
-        "lexical_share": 0.5}'::jsonb
+        "lexical_share": 0.5, "section_last": 0, "forward": 300, "quantity": 0.2, "list": 0}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
@@ -190,6 +196,16 @@ AS $fn$
             THEN (p_features -> 'weights' ->> 'howto')::float8 ELSE 0 END
         + CASE WHEN (p_features ->> 'why')::boolean AND rag._gives_reason(p_span)
             THEN (p_features -> 'weights' ->> 'why')::float8 ELSE 0 END
+        -- a number for a question asking how many / how much / how long (digits, number words, units)
+        + CASE WHEN coalesce((p_features ->> 'quantity')::boolean, false) AND p_span ~* ('[0-9]|\m(once|twice|'
+            || 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|half|'
+            || 'double|bytes|kilobytes?|megabytes?|gigabytes?|seconds?|minutes?|hours?|days?|percent)\M')
+            THEN coalesce((p_features -> 'weights' ->> 'quantity')::float8, 0) ELSE 0 END
+        -- a list (two or more items) or a table for a question asking for several things
+        + CASE WHEN coalesce((p_features ->> 'list')::boolean, false) AND (
+            (SELECT pg_catalog.count(*) FROM pg_catalog.regexp_matches(p_span,
+                '(^|\n)[ \t]*(([-*+]|[0-9]{1,9}[.)])[ \t]+\S|\|)', 'g')) >= 2)
+            THEN coalesce((p_features -> 'weights' ->> 'list')::float8, 0) ELSE 0 END
         + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'defines') = 'array' AND (
             SELECT pg_catalog.array_agg(x.t) <@ rag._content_terms(m.a[1])
                 AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
