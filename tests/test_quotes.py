@@ -485,3 +485,85 @@ def test_lexical_scores_leave_out_what_shares_nothing_with_the_question(pg, core
             ("Nothing here.", 0.0),
         ]
         assert 0.5 < scored[0]["score"] < 0.6 and scored[1]["score"] == 0
+
+
+# Round 3 (session 6): a short statement carried on by the next sentence that speaks of it, and numbers for a
+# question that asks how many.
+RECEIPTS = """# Gadget receipts
+
+The gadget receipt is a small card. It lists the buyer, the price and the date of sale.
+
+Receipts are printed by the frobnicator.
+
+# Gadget crates
+
+Gadget crates are stacked in the yard of the frobnicator. A full crate holds 144 gadgets.
+"""
+
+
+def test_statement_carried_on_by_the_next_sentence(conn):
+    """PL/Python path: the sentence that names the receipt only says it is a card; the next one, which
+    speaks of it ("It lists ..."), says what is on it, and is quoted with it as one span, offsets exact."""
+    conn.execute("SELECT rag.create_tenant('receipts')")
+    conn.execute("SELECT * FROM rag.ingest('receipts', 'receipts.md', %s, 'markdown')", (RECEIPTS,))
+    a = ask(conn, "What is written on a gadget receipt?", tenant="receipts", k=1)
+    assert a["evidence"]["sentence_scoring"] == "minilm"
+    assert_verbatim(conn, a)
+    assert any(
+        c["quote"].startswith("The gadget receipt is a small card. It lists the buyer, the price")
+        for c in a["citations"]
+    ), a["answer"]
+    # the pick itself, on given scores: only the statement scores well; without the rule it is quoted alone
+    rows = conn.execute(
+        "SELECT c.chunk_id, c.content, s.start_pos, s.end_pos FROM rag.chunk AS c JOIN rag.sentence AS s "
+        "USING (chunk_id) WHERE c.tenant = 'receipts' AND c.title = 'Gadget receipts' ORDER BY s.start_pos"
+    ).fetchall()
+    scored = [
+        {"chunk_id": i, "start": s, "end": e, "score": 0.9 if t[s:e].startswith("The gadget") else 0.1}
+        for i, t, s, e in rows
+    ]
+    sql = "SELECT rag._choose_quotes(%s, %s, %s, %s, 2, 0.08, 0.1)"
+    q = "What is written on a gadget receipt?"
+    picked = conn.execute(sql, (q, q, [rows[0][0]], json.dumps(scored))).fetchone()[0]
+    assert [p["quote"] for p in picked] == [
+        "The gadget receipt is a small card. It lists the buyer, the price and the date of sale."
+    ]
+    assert rows[0][1][picked[0]["start"] : picked[0]["end"]] == picked[0]["quote"]
+    assert conn.execute("SELECT (rag._quote_weights() ->> 'forward')::int").fetchone()[0] >= len(rows[0][1])
+
+
+def test_lexical_path_carries_the_statement_on(pg, core_db):
+    """Core lexical path: the next sentence shares no word with the question (it scores 0), yet it is quoted
+    with the statement it carries on."""
+    e = [1.0] + [0.0] * 383
+    receipts = RECEIPTS.split("\n# ")[0].split("\n", 1)[1].strip()
+    items = [{"content": receipts, "embedding": e, "title": "Gadget receipts"}]
+    q = "[" + ",".join(str(x) for x in e) + "]"
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('r')")
+        c.execute("SELECT * FROM rag.store_document('r', 'r.md', %s)", (json.dumps(items),))
+        a = ask(c, "What is written on a gadget receipt?", tenant="r", query_embedding=q)
+        assert a["evidence"]["sentence_scoring"] == "lexical"
+        assert_verbatim(c, a)
+        assert a["citations"][0]["quote"] == (
+            "The gadget receipt is a small card. It lists the buyer, the price and the date of sale."
+        )
+
+
+def test_how_many_question_prefers_the_number(conn, gadgets):
+    """A question asking how many prefers, by 0.2, the span that gives a number; another question does not."""
+    conn.execute("SELECT * FROM rag.ingest('gadgets', 'crates.md', %s, 'markdown')", (RECEIPTS,))
+    rows = conn.execute(
+        "SELECT c.chunk_id, c.content, s.start_pos, s.end_pos FROM rag.chunk AS c JOIN rag.sentence AS s "
+        "USING (chunk_id) WHERE c.tenant = 'gadgets' AND c.title = 'Gadget crates' ORDER BY s.start_pos"
+    ).fetchall()
+    scored = [
+        {"chunk_id": i, "start": s, "end": e, "score": 0.9 if t[s:e].startswith("Gadget crates") else 0.72}
+        for i, t, s, e in rows
+    ]
+    sql = "SELECT rag._choose_quotes(%s, %s, %s, %s, 2, 0.08, 0.1)"
+    for q, number in (("How many gadgets fit in one crate?", True), ("Where are gadget crates kept?", False)):
+        picked = conn.execute(sql, (q, q, [rows[0][0]], json.dumps(scored))).fetchone()[0]
+        assert all(rows[0][1][p["start"] : p["end"]] == p["quote"] for p in picked)
+        assert ("144" in picked[0]["quote"]) is number, (q, picked)
+    assert conn.execute("SELECT rag._question_features('How many gadgets fit?') ->> 'quantity'").fetchone()[0]

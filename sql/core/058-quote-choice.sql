@@ -27,8 +27,11 @@
 --     best candidate that does (rag._has_asked_form); otherwise the best candidate of a passage not quoted yet.
 --   * Chosen prose then grows, within its paragraph and up to three sentences, by the sentence before when it
 --     leans on it ("This", "It", "However", ...), by the sentence after when that one qualifies it ("However",
---     "But", ...), and by a neighbour whose span score is within weights.neighbour of its own; a unit ending in
---     prose may take two more sentences of that paragraph the same way.
+--     "But", ...) or speaks of it ("It ...", "This ...", "These ...": a statement that names the subject carried
+--     on by the one that says what the question asks; while the prose is at most weights.forward characters), and
+--     by a neighbour whose span score is within weights.neighbour of its own; a unit ending in prose may take two
+--     more sentences of that paragraph the same way. With weights.section_last, a section chunk completes the
+--     answer only when no passage can.
 CREATE OR REPLACE FUNCTION rag._choose_quotes(
     p_question text, p_corrected text, p_ids bigint[], p_scored jsonb, p_max_quotes integer, p_margin float8,
     p_rank_penalty float8
