@@ -567,3 +567,77 @@ def test_how_many_question_prefers_the_number(conn, gadgets):
         assert all(rows[0][1][p["start"] : p["end"]] == p["quote"] for p in picked)
         assert ("144" in picked[0]["quote"]) is number, (q, picked)
     assert conn.execute("SELECT rag._question_features('How many gadgets fit?') ->> 'quantity'").fetchone()[0]
+
+
+# The question's words weighted by how specific they are in the tenant (weights.idf): "widget" is in every
+# chunk, "glaze" in one.
+GLAZE = """# Cellar
+
+Widgets are stored in the cellar.
+
+# Market
+
+Widgets are sold on Mondays.
+
+# Counting
+
+Every widget is counted twice.
+
+# Painter
+
+The widget painter works at night.
+
+# Weight
+
+A widget weighs little.
+
+# Finishing
+
+A glaze is brushed on last. Widgets are wrapped in paper.
+"""
+
+
+def test_specific_words_weigh_more_in_span_scores(conn):
+    """PL/Python path: of two sentences that each hold one of the question's two words, the one holding the
+    word only one chunk of the tenant has scores the larger overlap (equal shares without the weighting)."""
+    conn.execute("SELECT rag.create_tenant('glaze')")
+    conn.execute("SELECT * FROM rag.ingest('glaze', 'glaze.md', %s, 'markdown')", (GLAZE,))
+    ids = [
+        r[0]
+        for r in conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'glaze' ORDER BY chunk_index")
+    ]
+    assert len(ids) == 6
+    q = "What about the glaze on widgets?"
+    scored = conn.execute("SELECT rag._sentence_scores(%s, rag.embed(%s), %s)", (q, q, ids[-1:])).fetchone()[
+        0
+    ]
+    overlap = {s["quote"]: s["overlap"] for s in scored}
+    w = conn.execute("SELECT (rag._quote_weights() ->> 'idf')::float8").fetchone()[0]
+    assert overlap["A glaze is brushed on last."] > 0.5 > overlap["Widgets are wrapped in paper."]
+    assert overlap["A glaze is brushed on last."] == pytest.approx(1 / (1 + 1 - w), abs=1e-5)
+    assert overlap["Widgets are wrapped in paper."] == pytest.approx((1 - w) / (1 + 1 - w), abs=1e-5)
+
+
+def test_lexical_path_weighs_specific_words_more(pg, core_db):
+    """Core lexical path: the share of the question's lexemes a span holds is weighted the same way."""
+    e = [1.0] + [0.0] * 383
+    items = [
+        {"content": s.split("\n", 1)[1].strip(), "embedding": e, "title": s.split("\n", 1)[0].lstrip("# ")}
+        for s in GLAZE.split("\n# ")
+    ]
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('g')")
+        c.execute("SELECT * FROM rag.store_document('g', 'glaze.md', %s)", (json.dumps(items),))
+        last = c.execute(
+            "SELECT chunk_id, content FROM rag.chunk WHERE tenant = 'g' ORDER BY chunk_index DESC"
+        )
+        chunk_id, content = last.fetchone()
+        scored = c.execute(
+            "SELECT rag._lexical_sentences('english', rag._fts_query('english', %s), %s)",
+            ("glaze widgets", json.dumps([{"chunk_id": chunk_id, "content": content}])),
+        ).fetchone()[0]
+        share = {x["quote"]: x["share"] for x in scored}
+        # without the weighting both hold one lexeme of two: 0.5 each
+        assert share["A glaze is brushed on last."] > 0.5 > share["Widgets are wrapped in paper."]
+        for x in scored:
+            assert content[x["start"] : x["end"]] == x["quote"]
