@@ -641,3 +641,56 @@ def test_lexical_path_weighs_specific_words_more(pg, core_db):
         assert share["A glaze is brushed on last."] > 0.5 > share["Widgets are wrapped in paper."]
         for x in scored:
             assert content[x["start"] : x["end"]] == x["quote"]
+
+
+# The gate (round 3): a short definition question's term of two words or more must occur as a phrase in a
+# retrieved chunk.
+HARBOUR = """# Lantern index
+
+A lantern index is kept by the harbour office. It lists every lantern of the harbour.
+
+# Harbour map
+
+The harbour map shows where each lantern hangs.
+"""
+
+
+def test_definition_term_must_occur_as_a_phrase(conn):
+    """PL/Python path: "lantern" and "map" are both in the passages, never as "lantern map": the term counts
+    as a name the passages lack (names 0, the score lowered by the names' fourth root); "harbour map" is
+    there. A question whose "what is" is followed by no noun phrase names no term."""
+    conn.execute("SELECT rag.create_tenant('harbour')")
+    conn.execute("SELECT * FROM rag.ingest('harbour', 'harbour.md', %s, 'markdown')", (HARBOUR,))
+    absent = ask(conn, "What is a lantern map?", tenant="harbour")
+    present = ask(conn, "What is a harbour map?", tenant="harbour")
+    assert absent["evidence"]["gate"]["signals"]["names"] == 0
+    assert present["evidence"]["gate"]["signals"]["names"] == 1
+    assert_verbatim(conn, present)
+    q = "SELECT rag._defined_term('english', %s)::text"
+    assert conn.execute(q, ("what s a negative index",)).fetchone()[0] == "'negat' <-> 'index'"
+    assert conn.execute(q, ("What is a class?",)).fetchone()[0] is None  # one word: left to coverage
+    assert conn.execute(q, ("What is written on a gadget receipt?",)).fetchone()[0] is None
+    assert (
+        conn.execute(q, ("What is the difference between plain VACUUM and VACUUM FULL?",)).fetchone()[0]
+        is None
+    )
+
+
+def test_lexical_path_definition_term_must_occur_as_a_phrase(pg, core_db):
+    e = [1.0] + [0.0] * 383
+    items = [
+        {"content": s.split("\n", 1)[1].strip(), "embedding": e, "title": s.split("\n", 1)[0].lstrip("# ")}
+        for s in HARBOUR.split("\n# ")
+    ]
+    q = "[" + ",".join(str(x) for x in e) + "]"
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('h')")
+        c.execute("SELECT * FROM rag.store_document('h', 'harbour.md', %s)", (json.dumps(items),))
+        absent = ask(c, "What is a lantern map?", tenant="h", query_embedding=q)
+        present = ask(c, "What is a harbour map?", tenant="h", query_embedding=q)
+        assert absent["evidence"]["sentence_scoring"] == "lexical"
+        assert absent["evidence"]["gate"]["signals"]["names"] == 0
+        assert present["evidence"]["gate"]["signals"]["names"] == 1
+        assert (
+            absent["evidence"]["gate"]["signals"]["score"] < present["evidence"]["gate"]["signals"]["score"]
+        )
