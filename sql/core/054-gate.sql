@@ -168,11 +168,11 @@ COMMENT ON FUNCTION rag._question_names(text) IS
 
 -- The term a short definition question asks about, as a phrase query: "What is a hash map?", "What's a negative
 -- index?", "What are multixact IDs used for?" (the term up to a comma or the question mark, a noun phrase of at
--- most four words, after "a", "an" or "the"; of the corrected question, whose "What's" reads "what s"), when it has two lexemes
--- or more in the tenant's configuration; NULL otherwise (a
--- one-word term is left to rag._coverage's generic and bound words). The gate counts it like a name: passages that
--- never hold the term's words in that order (each word in any form) do not define it, however often they use each
--- word on its own ("hash" indexes and the visibility "map" do not make a hash map).
+-- most four words, after "a", "an" or "the"; of the corrected question, whose "What's" reads "what s"), when it
+-- has two lexemes or more in the tenant's configuration; NULL otherwise (a one-word term is left to
+-- rag._coverage's generic and bound words). The gate counts it like a name: retrieved chunks that never hold the
+-- term's words in that order (each word in any form) do not define it, however often they use each word on its
+-- own ("hash" indexes and the visibility "map" do not make a hash map).
 CREATE OR REPLACE FUNCTION rag._defined_term(p_config regconfig, p_question text)
 RETURNS tsquery
 LANGUAGE sql
