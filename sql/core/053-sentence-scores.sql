@@ -11,18 +11,24 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT t.term, l.lexeme, 1 - p_a + p_a * CASE
-        WHEN n.live < 2 OR coalesce(s.live_chunks, 0) = 0 THEN 1
-        ELSE greatest(ln(n.live::float8 / s.live_chunks) / ln(n.live::float8), 0) END
-    FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
-    CROSS JOIN LATERAL (SELECT (rag._content_terms(m.a[1]))[1] AS term) AS t
-    CROSS JOIN LATERAL (
-        SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
-    ) AS l
-    CROSS JOIN (SELECT rag._live_chunks(p_tenant) AS live) AS n
-    LEFT JOIN rag.tenant_lexeme AS s
-        ON s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lexeme COLLATE "default"
-    WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
+    SELECT w.term, w.lexeme, 1 - p_a + p_a * CASE
+        WHEN w.live < 2 OR w.df = 0 THEN 1
+        ELSE greatest(ln(w.live::float8 / w.df) / ln(w.live::float8), 0) END
+    FROM (
+        SELECT t.term, l.lexeme, n.live,
+            -- one row of rag.tenant_lexeme's primary key per word (a join would read all the tenant's lexemes)
+            coalesce((
+                SELECT s.live_chunks FROM rag.tenant_lexeme AS s
+                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lexeme COLLATE "default"
+            ), 0) AS df
+        FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
+        CROSS JOIN LATERAL (SELECT (rag._content_terms(m.a[1]))[1] AS term) AS t
+        CROSS JOIN LATERAL (
+            SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
+        ) AS l
+        CROSS JOIN (SELECT rag._live_chunks(p_tenant) AS live) AS n
+        WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
+    ) AS w
 $fn$;
 COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
 'Internal: how specific each word of a text is in a tenant (1 - a + a x idf over its live chunks), by content term '
