@@ -1,39 +1,6 @@
 -- Sentence scores: every sentence of the top passages scored against the question (stored sentence
 -- embeddings, else embedded now, else lexically). The gate reads the best one; quote choice ranks them.
 
--- How specific each word of a text is in a tenant, for weighting the question's words in span scores: 1 - p_a +
--- p_a x idf, idf = ln(N / df) / ln(N) over the tenant's N live chunks, df the number of them holding the word's
--- lexeme (rag.tenant_lexeme); a word no chunk holds weighs 1. term: the word as rag._content_terms has it (the
--- MiniLM path's overlap), lexeme: as the tenant's configuration has it (the lexical path's share).
-CREATE OR REPLACE FUNCTION rag._term_weights(p_tenant text, p_config regconfig, p_text text, p_a float8)
-RETURNS TABLE (term text, lexeme text, weight float8)
-LANGUAGE sql
-STABLE
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-    SELECT w.term, w.lexeme, 1 - p_a + p_a * CASE
-        WHEN w.live < 2 OR w.df = 0 THEN 1
-        ELSE greatest(ln(w.live::float8 / w.df) / ln(w.live::float8), 0) END
-    FROM (
-        SELECT t.term, l.lexeme, n.live,
-            -- one row of rag.tenant_lexeme's primary key per word (a join would read all the tenant's lexemes)
-            coalesce((
-                SELECT s.live_chunks FROM rag.tenant_lexeme AS s
-                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lexeme COLLATE "default"
-            ), 0) AS df
-        FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
-        CROSS JOIN LATERAL (SELECT (rag._content_terms(m.a[1]))[1] AS term) AS t
-        CROSS JOIN LATERAL (
-            SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
-        ) AS l
-        CROSS JOIN (SELECT rag._live_chunks(p_tenant) AS live) AS n
-        WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
-    ) AS w
-$fn$;
-COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
-'Internal: how specific each word of a text is in a tenant (1 - a + a x idf over its live chunks), by content term '
-'and by lexeme, for weighting the question''s words in span scores (weights.idf).';
-
 -- Sentences of the passages scored lexically in SQL: the fallback when a passage has no stored sentences and
 -- pgcite_python is not installed. Spans from rag._text_spans (052-spans.sql), scored by weights.lexical_share x
 -- the share of the question's lexemes (of p_query) the span holds, each lexeme weighted by how specific it is in
@@ -137,6 +104,39 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag._content_terms(text) IS
 'Internal: the distinct stemmed content words of a text (the lexical part of quote scoring).';
+
+-- How specific each word of a text is in a tenant, for weighting the question's words in span scores: 1 - p_a +
+-- p_a x idf, idf = ln(N / df) / ln(N) over the tenant's N live chunks, df the number of them holding the word's
+-- lexeme (rag.tenant_lexeme); a word no chunk holds weighs 1. term: the word as rag._content_terms has it (the
+-- MiniLM path's overlap), lexeme: as the tenant's configuration has it (the lexical path's share).
+CREATE OR REPLACE FUNCTION rag._term_weights(p_tenant text, p_config regconfig, p_text text, p_a float8)
+RETURNS TABLE (term text, lexeme text, weight float8)
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT w.term, w.lexeme, 1 - p_a + p_a * CASE
+        WHEN w.live < 2 OR w.df = 0 THEN 1
+        ELSE greatest(ln(w.live::float8 / w.df) / ln(w.live::float8), 0) END
+    FROM (
+        SELECT t.term, l.lexeme, n.live,
+            -- one row of rag.tenant_lexeme's primary key per word (a join would read all the tenant's lexemes)
+            coalesce((
+                SELECT s.live_chunks FROM rag.tenant_lexeme AS s
+                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lexeme COLLATE "default"
+            ), 0) AS df
+        FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
+        CROSS JOIN LATERAL (SELECT (rag._content_terms(m.a[1]))[1] AS term) AS t
+        CROSS JOIN LATERAL (
+            SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
+        ) AS l
+        CROSS JOIN (SELECT rag._live_chunks(p_tenant) AS live) AS n
+        WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
+    ) AS w
+$fn$;
+COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
+'Internal: how specific each word of a text is in a tenant (1 - a + a x idf over its live chunks), by content term '
+'and by lexeme, for weighting the question''s words in span scores (weights.idf).';
 
 -- Every sentence span of the given chunks scored against the question: MiniLM cosine
 -- similarity to the question plus 0.25 x the share of the question's content words it contains, each word
