@@ -216,6 +216,10 @@ def main() -> int:
 
                     timed = Timed(ask_core)
                     results = run(timed, questions)
+                    if args.out:
+                        dump = {"summary": summarize(results), "per_question": [asdict(r) for r in results]}
+                        name = f"pgdocs-dev-core-{split}.json"
+                        (Path(args.out) / name).write_text(json.dumps(dump, indent=1, default=str))
                     rows.append(
                         (
                             "pgdocs-dev.jsonl (core, lexical, gate open)",

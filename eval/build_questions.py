@@ -468,6 +468,319 @@ DEV = [
     ("ooc-014", O, "Who painted the Mona Lisa?", []),
 ]
 
+# ---------------- Session 6 (issue #11, round 3): more calibration power ----------------
+# 56 questions over the same four chapters (52 answerable, 4 typo), written from the sections' own text
+# (answer_has copied from it) before pgcite was run on any of them; none shaped after a known miss. Appended
+# after the questions above, so the split rule leaves every earlier question's split as it was.
+DEV += [
+    # ---- Chapter 11: Indexes ----
+    (
+        "idx-016",
+        A,
+        "Which index types support index-only scans, and why can't a GIN index be used for one?",
+        ["INDEXES-INDEX-ONLY-SCANS"],
+    ),
+    (
+        "idx-017",
+        A,
+        "Can a unique index be made to treat NULL values as equal, so that only one NULL is allowed?",
+        ["INDEXES-UNIQUE", "INDEXES-PARTIAL"],
+    ),
+    ("idx-018", A, "Which index types can be declared unique?", ["INDEXES-UNIQUE"]),
+    (
+        "idx-019",
+        A,
+        "Why doesn't my prepared statement WHERE x < $1 use the partial index defined WHERE x < 2?",
+        ["INDEXES-PARTIAL"],
+    ),
+    (
+        "idx-020",
+        A,
+        "Should I create one partial index per category value instead of a single index on the table?",
+        ["INDEXES-PARTIAL"],
+    ),
+    (
+        "idx-021",
+        A,
+        "Why do I have to run ANALYZE before experimenting with which indexes my queries use?",
+        ["INDEXES-EXAMINE"],
+    ),
+    (
+        "idx-022",
+        A,
+        "Why is it misleading to decide on indexes using a very small test table?",
+        ["INDEXES-EXAMINE"],
+    ),
+    (
+        "idx-023",
+        A,
+        "How do I create a B-tree index that stores NULL values before the other values?",
+        ["INDEXES-ORDERING"],
+    ),
+    (
+        "idx-024",
+        A,
+        "Which operators can the built-in GIN operator class for arrays accelerate?",
+        ["INDEXES-TYPES-GIN"],
+    ),
+    (
+        "idx-025",
+        A,
+        "How can I index first_name || ' ' || last_name so that lookups by full name are fast?",
+        ["INDEXES-EXPRESSIONAL"],
+    ),
+    (
+        "idx-026",
+        A,
+        "What do expression indexes cost, and when are they worth having?",
+        ["INDEXES-EXPRESSIONAL"],
+    ),
+    ("idx-027", T, "wat kinds of data structres can an SP-GiST indx implement?", ["INDEXES-TYPE-SPGIST"]),
+    (
+        "idx-028",
+        A,
+        "If I create a unique index with INCLUDE (y), is uniqueness enforced on y as well?",
+        ["INDEXES-INDEX-ONLY-SCANS"],
+    ),
+    # ---- Chapter 12: Full Text Search ----
+    (
+        "fts-015",
+        A,
+        "Which psql commands list text search dictionaries, parsers and templates?",
+        ["TEXTSEARCH-PSQL"],
+    ),
+    (
+        "fts-016",
+        A,
+        "How can I find the most frequent words in my tsvector column, for example to pick stop words?",
+        ["TEXTSEARCH-STATISTICS"],
+    ),
+    (
+        "fts-017",
+        A,
+        "Stop words are not stored in a tsvector, so do they still change how documents are ranked?",
+        ["TEXTSEARCH-STOPWORDS"],
+    ),
+    (
+        "fts-018",
+        A,
+        "I edited a dictionary's stop-word file. How do I make sessions that are already connected "
+        "pick up the new contents?",
+        ["TEXTSEARCH-SIMPLE-DICTIONARY"],
+    ),
+    (
+        "fts-019",
+        A,
+        "Where does PostgreSQL look for the stop-word file of a simple dictionary, and what format "
+        "must it have?",
+        ["TEXTSEARCH-SIMPLE-DICTIONARY"],
+    ),
+    ("fts-020", A, "Do I need to reindex after changing a thesaurus dictionary?", ["TEXTSEARCH-THESAURUS"]),
+    (
+        "fts-021",
+        A,
+        "What steps do I follow to use a Hunspell dictionary downloaded from OpenOffice?",
+        ["TEXTSEARCH-ISPELL-DICTIONARY"],
+    ),
+    (
+        "fts-022",
+        A,
+        "How many token types does the built-in text search parser recognize?",
+        ["TEXTSEARCH-PARSERS"],
+    ),
+    (
+        "fts-023",
+        A,
+        "Why should I wrap columns in coalesce when I concatenate title and body into one document "
+        "for searching?",
+        ["TEXTSEARCH-DOCUMENT", "TEXTSEARCH-TABLES-SEARCH"],
+    ),
+    (
+        "fts-024",
+        A,
+        "How can I tell whether a tsquery consists only of stop words before I run it?",
+        ["TEXTSEARCH-MANIPULATE-TSQUERY"],
+    ),
+    (
+        "fts-025",
+        A,
+        "How do I change the default text search configuration for just my current session?",
+        ["TEXTSEARCH-CONFIGURATION", "TEXTSEARCH-INTRO-CONFIGURATIONS"],
+    ),
+    (
+        "fts-026",
+        T,
+        "wat does a text serch dictionry return for a stopword, and for a word it doesnt know?",
+        ["TEXTSEARCH-DICTIONARIES"],
+    ),
+    (
+        "fts-027",
+        A,
+        "Can I run a full text search on a table that has no index at all?",
+        ["TEXTSEARCH-TABLES-SEARCH"],
+    ),
+    # ---- Chapter 25: Routine Database Maintenance Tasks ----
+    ("mnt-016", A, "For what reasons does every table need to be vacuumed regularly?", ["VACUUM-BASICS"]),
+    (
+        "mnt-017",
+        A,
+        "Can my application keep running SELECT and UPDATE on a table while a plain VACUUM processes it?",
+        ["VACUUM-BASICS"],
+    ),
+    (
+        "mnt-018",
+        A,
+        "Do GiST or GIN indexes bloat the way B-tree indexes can, and what should I keep an eye on?",
+        ["ROUTINE-REINDEX"],
+    ),
+    (
+        "mnt-019",
+        A,
+        "How much extra disk space does VACUUM FULL need while it rewrites a table?",
+        ["VACUUM-FOR-SPACE-RECOVERY"],
+    ),
+    (
+        "mnt-020",
+        A,
+        "If I turn autovacuum off, how often should I schedule VACUUM myself?",
+        ["VACUUM-FOR-SPACE-RECOVERY"],
+    ),
+    (
+        "mnt-021",
+        A,
+        "A column used in many WHERE clauses has a very irregular distribution. How do I make ANALYZE "
+        "collect a finer histogram for it?",
+        ["VACUUM-FOR-STATISTICS"],
+    ),
+    (
+        "mnt-022",
+        A,
+        "Does autovacuum keep the statistics of foreign tables up to date?",
+        ["VACUUM-FOR-STATISTICS"],
+    ),
+    ("mnt-023", A, "What happens if I set vacuum_freeze_table_age to 0?", ["VACUUM-FOR-WRAPAROUND"]),
+    (
+        "mnt-024",
+        A,
+        "Where are the members of a multixact stored, and how can I see which transactions belong to one?",
+        ["VACUUM-FOR-MULTIXACT-WRAPAROUND"],
+    ),
+    (
+        "mnt-025",
+        A,
+        "When multixact IDs run out, are all write transactions blocked as with transaction IDs?",
+        ["VACUUM-FOR-MULTIXACT-WRAPAROUND"],
+    ),
+    ("mnt-026", T, "does autovacum still work if i turn track_counts of?", ["AUTOVACUUM"]),
+    ("mnt-027", A, "Who vacuums and analyzes temporary tables?", ["AUTOVACUUM"]),
+    (
+        "mnt-028",
+        A,
+        "Besides index-only scans, what does the visibility map save VACUUM itself?",
+        ["VACUUM-FOR-VISIBILITY-MAP"],
+    ),
+    # ---- Chapter 26: Backup and Restore ----
+    (
+        "bak-016",
+        A,
+        "How do I tell pg_dump which server, port and user name to connect with?",
+        ["BACKUP-DUMP"],
+    ),
+    (
+        "bak-017",
+        A,
+        "Can a pg_dump file be loaded into a newer PostgreSQL version or onto a machine with a "
+        "different architecture?",
+        ["BACKUP-DUMP"],
+    ),
+    (
+        "bak-018",
+        A,
+        "Before restoring a plain-text dump with psql, how should I create the target database?",
+        ["BACKUP-DUMP-RESTORE"],
+    ),
+    (
+        "bak-019",
+        A,
+        "What should I run after restoring a dump so that the planner has good statistics?",
+        ["BACKUP-DUMP-RESTORE"],
+    ),
+    (
+        "bak-020",
+        A,
+        "How do I copy a database from one server to another without writing a dump file in between?",
+        ["BACKUP-DUMP-RESTORE"],
+    ),
+    (
+        "bak-021",
+        A,
+        "How can I make pg_dump of a large database faster by dumping several tables at once?",
+        ["BACKUP-DUMP-LARGE"],
+    ),
+    (
+        "bak-022",
+        A,
+        "Can I back up or restore a single table by copying its files from the data directory?",
+        ["BACKUP-FILE"],
+    ),
+    (
+        "bak-023",
+        A,
+        "Why does the second rsync pass of a file system backup need --checksum?",
+        ["BACKUP-FILE"],
+    ),
+    ("bak-024", A, "What do %p and %f stand for in archive_command?", ["BACKUP-ARCHIVING-WAL"]),
+    (
+        "bak-025",
+        A,
+        "What exit status must my archive command return, and what happens when it returns nonzero?",
+        ["BACKUP-ARCHIVING-WAL"],
+    ),
+    (
+        "bak-026",
+        A,
+        "How do I compress archived WAL files, and how are they read back during recovery?",
+        ["COMPRESSED-ARCHIVE-LOGS"],
+    ),
+    (
+        "bak-027",
+        A,
+        "What is written in the backup history file that a base backup creates?",
+        ["BACKUP-BASE-BACKUP"],
+    ),
+    (
+        "bak-028",
+        A,
+        "How do I recover into the timeline that was current when the base backup was taken instead of "
+        "the latest one?",
+        ["BACKUP-TIMELINES"],
+    ),
+    (
+        "bak-029",
+        T,
+        "why would i use a scrpt as archive_comand, and how do i see its eror messages?",
+        ["BACKUP-SCRIPTS"],
+    ),
+    (
+        "bak-030",
+        A,
+        "How can I reduce the amount of WAL that has to be archived?",
+        ["CONTINUOUS-ARCHIVING-CAVEATS", "COMPRESSED-ARCHIVE-LOGS"],
+    ),
+    (
+        "bak-031",
+        A,
+        "Is it safe to modify a template database while a base backup is being taken?",
+        ["CONTINUOUS-ARCHIVING-CAVEATS"],
+    ),
+    (
+        "bak-032",
+        A,
+        "What should restore_command do when it is asked for a file that is not in the archive?",
+        ["BACKUP-PITR-RECOVERY"],
+    ),
+]
+
 # Fast-test set over only routine-vacuuming.html and indexes-types.html; all split "test".
 TINY = [
     ("tiny-001", A, "Which comparison operators can a hash index be used with?", ["INDEXES-TYPES-HASH"]),
@@ -723,6 +1036,152 @@ ANSWER_HAS = {
     "tiny-003": ["autovacuum_naptime", "autovacuum_max_workers"],
     "tiny-004": ["well-correlated with the physical order"],
 }
+
+# Session 6 (issue #11, round 3): written from the sections' own text before pgcite was run on the questions.
+ANSWER_HAS.update(
+    {
+        "idx-016": [
+            "B-tree indexes always do",
+            "GIN indexes cannot support index-only scans",
+            "each index entry typically holds only part of the original data value",
+        ],
+        "idx-017": [
+            "NULLS NOT DISTINCT",
+            "treat nulls as equal",
+            "unique partial index with an IS NULL restriction",
+        ],
+        "idx-018": ["only B-tree indexes can be declared unique"],
+        "idx-019": [
+            "parameterized query clauses do not work with a partial index",
+            "Matching takes place at query planning time",
+        ],
+        "idx-020": [
+            "This is a bad idea",
+            "better off with a single non-partial index",
+            "CREATE INDEX mytable_cat_data ON mytable (category, data)",
+        ],
+        "idx-021": [
+            "collects statistics about the distribution of the values",
+            "is therefore a lost cause",
+            "almost certain to be inaccurate",
+        ],
+        "idx-022": ["especially fatal to use very small test data sets", "fit within a single disk page"],
+        "idx-023": [
+            "CREATE INDEX test2_info_nulls_low ON test2 (info NULLS FIRST)",
+            "including the options ASC, DESC, NULLS FIRST, and/or NULLS LAST when creating the index",
+        ],
+        "idx-024": ["<@ @> = &&"],
+        "idx-025": ["CREATE INDEX people_names", "((first_name || ' ' || last_name))"],
+        "idx-026": [
+            "relatively expensive to maintain",
+            "retrieval speed is more important than insertion and update speed",
+        ],
+        "idx-027": ["quadtrees, k-d trees, and radix trees"],
+        "idx-028": ["uniqueness condition applies to just column x"],
+        "fts-015": [
+            "\\dFd[+] [PATTERN]",
+            "\\dFp[+] [PATTERN]",
+            "\\dFt[+] [PATTERN]",
+            "\\dF{d,p,t}[+] [PATTERN]",
+        ],
+        "fts-016": ["ts_stat"],
+        "fts-017": [
+            "stop words do affect the positions in tsvector",
+            "Ranks calculated for documents with and without stop words are quite different",
+        ],
+        "fts-018": ["issue an ALTER TEXT SEARCH DICTIONARY command"],
+        "fts-019": ["$SHAREDIR/tsearch_data/english.stop", "list of words, one per line"],
+        "fts-020": ["requires reindexing"],
+        "fts-021": [
+            "extract .aff and .dic files",
+            "change extensions to .affix and .dict",
+            "copy files to the $SHAREDIR/tsearch_data directory",
+            "CREATE TEXT SEARCH DICTIONARY english_hunspell",
+        ],
+        "fts-022": ["23 token types"],
+        "fts-023": [
+            "prevent a single NULL attribute from causing a NULL result",
+            "find rows that contain NULL in one of the two fields",
+        ],
+        "fts-024": ["numnode", "querytree"],
+        "fts-025": [
+            "SET default_text_search_config",
+            "set for an individual session using the SET command",
+            "set default_text_search_config in each session",
+        ],
+        "fts-026": [
+            "an empty array if the dictionary knows the token, but it is a stop word",
+            "NULL if the dictionary does not recognize the input token",
+        ],
+        "fts-027": ["possible to do a full text search without an index", "will work without an index"],
+        "mnt-016": [
+            "To recover or reuse disk space occupied by updated or deleted rows",
+            "To update data statistics used by the PostgreSQL query planner",
+            "To update the visibility map",
+            "To protect against loss of very old data",
+        ],
+        "mnt-017": [
+            "can run in parallel with production database operations",
+            "will continue to function normally",
+        ],
+        "mnt-018": ["has not been well researched", "periodically monitor the index's physical size"],
+        "mnt-019": [
+            "extra disk space for the new copy of the table",
+            "extra disk space approximately equal to the size of the table",
+        ],
+        "mnt-020": ["database-wide VACUUM once a day during a low-usage period"],
+        "mnt-021": ["ALTER TABLE SET STATISTICS", "default_statistics_target"],
+        "mnt-022": ["does not issue ANALYZE commands for foreign tables"],
+        "mnt-023": ["forces VACUUM to always use its aggressive strategy"],
+        "mnt-024": ["pg_multixact subdirectory", "pg_get_multixact_members()"],
+        "mnt-025": ["only block a subset of write transactions"],
+        "mnt-026": ["autovacuum cannot be used unless track_counts is set to true"],
+        "mnt-027": [
+            "Temporary tables cannot be accessed by autovacuum",
+            "performed via session SQL commands",
+        ],
+        "mnt-028": ["vacuum itself can skip such pages on the next run"],
+        "bak-016": ["-h host and -p port", "specify the -U option", "PGUSER"],
+        "bak-017": [
+            "can generally be re-loaded into newer versions of PostgreSQL",
+            "transferring a database to a different machine architecture",
+        ],
+        "bak-018": ["createdb -T template0", "create it yourself from template0"],
+        "bak-019": ["run ANALYZE on each database"],
+        "bak-020": ["pg_dump -h host1 dbname | psql -X -h host2 dbname"],
+        "bak-021": [
+            "pg_dump -j num -F d -f out.dir dbname",
+            "parallel mode",
+            "degree of parallelism with the -j",
+        ],
+        "bak-022": [
+            "not usable without the commit log files",
+            "pg_xact/*",
+            "only work for complete backup and restoration of an entire database cluster",
+        ],
+        "bak-023": ["file modification-time granularity of one second"],
+        "bak-024": [
+            "%p is replaced by the path name of the file to archive",
+            "%f is replaced by only the file name",
+        ],
+        "bak-025": [
+            "return zero exit status if and only if it succeeds",
+            "will try again periodically until it succeeds",
+        ],
+        "bak-026": ["gzip < %p > /mnt/server/archivedir/%f.gz", "gunzip < /mnt/server/archivedir/%f.gz > %p"],
+        "bak-027": ["label string you gave to pg_basebackup", "starting and ending times and WAL segments"],
+        "bak-028": ["recovery_target_timeline"],
+        "bak-029": ["enable logging_collector", "more than a single command in the archiving process"],
+        "bak-030": [
+            "full_page_writes",
+            "turning off page snapshots",
+            "increasing the checkpoint interval parameters",
+            "use gzip to compress the archive files",
+        ],
+        "bak-031": ["best not to modify any template databases while taking a base backup"],
+        "bak-032": ["must return nonzero when so asked"],
+    }
+)
 
 # offtopic.jsonl: questions the four chapters do not answer, for the gate's false-answer rate on a broad set:
 # short generic questions whose words the chapters use in other senses, other languages' and tools' FAQs, other
@@ -988,6 +1447,71 @@ OFFTOPIC = [
     "How do I calculate compound interest on a savings account?",
     "What documents do I need to rent an apartment?",
     "How do I teach a child to ride a bike without training wheels?",
+    # ---- session 6 (issue #11, round 3): 60 more, written before pgcite was run on them ----
+    # short and generic
+    "What is a variable?",
+    "How do I undo a commit?",
+    "What is a callback?",
+    "What is an array?",
+    "How do I free up memory?",
+    "What is a stack trace?",
+    "How do I split a string?",
+    "What is a key?",
+    "How do I zip a folder?",
+    "What is a deadlock?",
+    "What is a null pointer?",
+    "How do I check my disk space?",
+    "What is a loop?",
+    "How do I clear the cache?",
+    "What is an enum?",
+    # other database products
+    "How do I create a global secondary index in DynamoDB?",
+    "What is the difference between the MyISAM and InnoDB storage engines?",
+    "How do I back up a MongoDB database with mongodump?",
+    "How do I turn on write-ahead logging mode in SQLite?",
+    "How do I run VACUUM in SQLite to shrink the database file?",
+    "How do I shrink the transaction log file of a SQL Server database?",
+    "What does Oracle RMAN do?",
+    "How do I configure replication in Redis?",
+    "How do I create a FULLTEXT index in MySQL?",
+    "What is a keyspace in Cassandra?",
+    "How do I take a snapshot of an Elasticsearch index?",
+    "How do I write a map function for a CouchDB view?",
+    "What is the Cypher query language in Neo4j?",
+    "How do I set a TTL on documents in MongoDB?",
+    "How do I use point-in-time restore in Azure SQL Database?",
+    # other software
+    "How do I squash the last three commits in git?",
+    "How do I list the running containers in Docker?",
+    "How do I set environment variables in a Kubernetes pod?",
+    "How do I configure nginx as a reverse proxy?",
+    "How do I schedule a cron job to run every five minutes?",
+    "How do I increase the maximum heap size of the JVM?",
+    "How do I search for text in all files of a directory with grep?",
+    "What does npm audit fix do?",
+    "How do I freeze the top row in a Google Sheets spreadsheet?",
+    "How do I sign my git commits with GPG?",
+    "How do I resize a partition on Linux with parted?",
+    "How do I enable two-factor authentication on GitHub?",
+    "What is the difference between HTTP/1.1 and HTTP/2?",
+    "How do I set up a virtual host in the Apache HTTP server?",
+    "How do I rotate an SSH key pair on a server?",
+    # general knowledge and everyday life
+    "How many players are on a rugby union team?",
+    "Who designed the Eiffel Tower?",
+    "How many bones are in the adult human body?",
+    "What causes the tides?",
+    "Which river is the longest in Africa?",
+    "How do I make a sourdough starter?",
+    "How do I get chewing gum out of clothes?",
+    "What does the liver do in the human body?",
+    "When was the printing press invented?",
+    "How do I change a flat tyre?",
+    "Why does water boil at a lower temperature at high altitude?",
+    "How do I write a cover letter for a job application?",
+    "What is inflation?",
+    "How do I back up the photos on my phone?",
+    "How do I repot an orchid?",
 ]
 
 

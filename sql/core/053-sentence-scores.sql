@@ -3,7 +3,8 @@
 
 -- Sentences of the passages scored lexically in SQL: the fallback when a passage has no stored sentences and
 -- pgcite_python is not installed. Spans from rag._text_spans (052-spans.sql), scored by weights.lexical_share x
--- the share of the question's lexemes (of p_query) the span holds, plus its ts_rank: ts_rank alone is mostly
+-- the share of the question's lexemes (of p_query) the span holds, each lexeme weighted by how specific it is in
+-- the tenant of the first passage (rag._term_weights with weights.idf), plus its ts_rank: ts_rank alone is mostly
 -- under 0.1, too small next to the margins and preferences of quote choice, which are in the units of a MiniLM
 -- similarity.
 CREATE OR REPLACE FUNCTION rag._lexical_sentences(p_config regconfig, p_query tsquery, p_passages jsonb)
@@ -15,7 +16,22 @@ AS $fn$
 DECLARE
     -- rag._quote_weights is defined in 056-quote-forms.sql, after this file: PL/pgSQL resolves it at call time
     w_share float8 := (rag._quote_weights() ->> 'lexical_share')::float8;
+    w_idf float8 := coalesce((rag._quote_weights() ->> 'idf')::float8, 0);
+    lex_w jsonb := '{}';  -- with weights.idf: each lexeme's weight, from how specific it is in the tenant
 BEGIN
+    IF w_idf > 0 THEN
+        SELECT coalesce(pg_catalog.jsonb_object_agg(x.lexeme, x.weight), '{}') INTO lex_w
+        FROM (
+            SELECT DISTINCT ON (tw.lexeme) tw.lexeme, tw.weight
+            FROM rag.chunk AS c,
+                rag._term_weights(c.tenant, p_config, pg_catalog.array_to_string(ARRAY(
+                    SELECT pg_catalog.replace(m.a[1], '''''', '''')
+                    FROM pg_catalog.regexp_matches(p_query::text, '''((?:[^'']|'''')+)''', 'g') AS m (a)), ' '),
+                    w_idf) AS tw
+            WHERE c.chunk_id = (p_passages -> 0 ->> 'chunk_id')::bigint AND tw.lexeme IS NOT NULL
+            ORDER BY tw.lexeme, tw.weight DESC
+        ) AS x;
+    END IF;
     RETURN (
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
         'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos, 'quote', x.sentence, 'sim', NULL,
@@ -24,10 +40,14 @@ BEGIN
     ) ORDER BY x.chunk_id, x.start_pos), '[]')
     FROM (
         SELECT y.*, pg_catalog.ts_rank(y.tsv, p_query) AS rank,
-            CASE WHEN pg_catalog.cardinality(q.lexemes) = 0 THEN 0 ELSE
+            CASE WHEN pg_catalog.cardinality(q.lexemes) = 0 THEN 0
+            WHEN w_idf = 0 THEN
                 pg_catalog.cardinality(ARRAY(SELECT pg_catalog.unnest(pg_catalog.tsvector_to_array(y.tsv))
                     INTERSECT SELECT pg_catalog.unnest(q.lexemes)))::float8 / pg_catalog.cardinality(q.lexemes)
-                END AS share
+            ELSE (SELECT coalesce(sum(coalesce((lex_w ->> l.x)::float8, 1)), 0)
+                    FROM pg_catalog.unnest(q.lexemes) AS l (x) WHERE l.x = ANY (pg_catalog.tsvector_to_array(y.tsv)))
+                / (SELECT sum(coalesce((lex_w ->> l.x)::float8, 1)) FROM pg_catalog.unnest(q.lexemes) AS l (x))
+            END AS share
         FROM (
             SELECT (p.value ->> 'chunk_id')::bigint AS chunk_id, s.start_pos, s.end_pos,
                 pg_catalog.substr(p.value ->> 'content', s.start_pos + 1, s.end_pos - s.start_pos) AS sentence,
@@ -85,8 +105,42 @@ $fn$;
 COMMENT ON FUNCTION rag._content_terms(text) IS
 'Internal: the distinct stemmed content words of a text (the lexical part of quote scoring).';
 
+-- How specific each word of a text is in a tenant, for weighting the question's words in span scores: 1 - p_a +
+-- p_a x idf, idf = ln(N / df) / ln(N) over the tenant's N live chunks, df the number of them holding the word's
+-- lexeme (rag.tenant_lexeme); a word no chunk holds weighs 1. term: the word as rag._content_terms has it (the
+-- MiniLM path's overlap), lexeme: as the tenant's configuration has it (the lexical path's share).
+CREATE OR REPLACE FUNCTION rag._term_weights(p_tenant text, p_config regconfig, p_text text, p_a float8)
+RETURNS TABLE (term text, lexeme text, weight float8)
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT w.term, w.lexeme, 1 - p_a + p_a * CASE
+        WHEN w.live < 2 OR w.df = 0 THEN 1
+        ELSE greatest(ln(w.live::float8 / w.df) / ln(w.live::float8), 0) END
+    FROM (
+        SELECT t.term, l.lexeme, n.live,
+            -- one row of rag.tenant_lexeme's primary key per word (a join would read all the tenant's lexemes)
+            coalesce((
+                SELECT s.live_chunks FROM rag.tenant_lexeme AS s
+                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lexeme COLLATE "default"
+            ), 0) AS df
+        FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
+        CROSS JOIN LATERAL (SELECT (rag._content_terms(m.a[1]))[1] AS term) AS t
+        CROSS JOIN LATERAL (
+            SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
+        ) AS l
+        CROSS JOIN (SELECT rag._live_chunks(p_tenant) AS live) AS n
+        WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
+    ) AS w
+$fn$;
+COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
+'Internal: how specific each word of a text is in a tenant (1 - a + a x idf over its live chunks), by content term '
+'and by lexeme, for weighting the question''s words in span scores (weights.idf).';
+
 -- Every sentence span of the given chunks scored against the question: MiniLM cosine
--- similarity to the question plus 0.25 x the share of the question's content words it contains. Sentences and
+-- similarity to the question plus 0.25 x the share of the question's content words it contains, each word
+-- weighted by how specific it is in the tenant (rag._term_weights with weights.idf). Sentences and
 -- their embeddings come from rag.sentence (stored at ingest); for chunks stored without them,
 -- rag._sentence_vectors (pgcite_python) splits and embeds them now. NULL when a chunk has no stored sentences
 -- and pgcite_python is not installed: the caller then scores lexically.
@@ -100,7 +154,21 @@ DECLARE
     missing jsonb;
     live jsonb := '[]';
     q_terms text[] := rag._content_terms(p_question);
+    -- rag._quote_weights is defined in 056-quote-forms.sql, after this file: PL/pgSQL resolves it at call time
+    w_idf float8 := coalesce((rag._quote_weights() ->> 'idf')::float8, 0);
+    term_w jsonb := '{}';  -- with weights.idf: each question term's weight, from how specific it is in the tenant
 BEGIN
+    IF w_idf > 0 THEN
+        SELECT coalesce(pg_catalog.jsonb_object_agg(x.term, x.weight), '{}') INTO term_w
+        FROM (
+            SELECT DISTINCT ON (tw.term) tw.term, tw.weight
+            FROM rag.chunk AS c
+            INNER JOIN rag.tenant AS t ON t.tenant = c.tenant,
+                rag._term_weights(c.tenant, t.ts_config, p_question, w_idf) AS tw
+            WHERE c.chunk_id = p_ids[1] AND tw.term IS NOT NULL
+            ORDER BY tw.term, tw.weight DESC
+        ) AS x;
+    END IF;
     SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content))
     INTO missing
     FROM rag.chunk AS c
@@ -133,9 +201,13 @@ BEGIN
         ) AS x
         CROSS JOIN LATERAL (SELECT coalesce(x.terms, rag._content_terms(x.quote)) AS terms) AS w
         CROSS JOIN LATERAL (
-            SELECT w.terms, CASE WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8 ELSE
-                (SELECT count(*) FROM pg_catalog.unnest(w.terms) AS t (term)
-                 WHERE t.term = ANY (q_terms))::float8 / pg_catalog.cardinality(q_terms) END AS overlap
+            SELECT w.terms, CASE WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8
+                WHEN w_idf = 0 THEN (SELECT count(*) FROM pg_catalog.unnest(w.terms) AS t (term)
+                    WHERE t.term = ANY (q_terms))::float8 / pg_catalog.cardinality(q_terms)
+                ELSE (SELECT coalesce(sum(coalesce((term_w ->> t.term)::float8, 1)), 0)
+                        FROM pg_catalog.unnest(q_terms) AS t (term) WHERE t.term = ANY (w.terms))
+                    / (SELECT sum(coalesce((term_w ->> t.term)::float8, 1)) FROM pg_catalog.unnest(q_terms) AS t (term))
+                END AS overlap
         ) AS o
     );
 END

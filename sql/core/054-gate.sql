@@ -165,3 +165,34 @@ AS $fn$
 $fn$;
 COMMENT ON FUNCTION rag._question_names(text) IS
 'Internal: the snake_case names of a corrected question (settings, functions), not the user''s own objects.';
+
+-- The term a short definition question asks about, as a phrase query: "What is a hash map?", "What's a negative
+-- index?", "What are multixact IDs used for?" (the term up to a comma or the question mark, a noun phrase of at
+-- most four words, after "a", "an" or "the"; of the corrected question, whose "What's" reads "what s"), when it
+-- has two lexemes or more in the tenant's configuration; NULL otherwise (a one-word term is left to
+-- rag._coverage's generic and bound words). The gate counts it like a name: retrieved chunks that never hold the
+-- term's words in that order (each word in any form) do not define it, however often they use each word on its
+-- own ("hash" indexes and the visibility "map" do not make a hash map).
+CREATE OR REPLACE FUNCTION rag._defined_term(p_config regconfig, p_question text)
+RETURNS tsquery
+LANGUAGE sql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT CASE WHEN pg_catalog.numnode(x.q) >= 3 THEN x.q END
+    FROM (
+        SELECT pg_catalog.phraseto_tsquery(p_config, m.a[1]) AS q
+        FROM pg_catalog.regexp_match(pg_catalog.btrim(p_question),
+            '^what(?:''s|\s+s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?([^,?]+?)(?:\s+used\s+for)?\s*(?:[,?].*)?$', 'i')
+            AS m (a)
+        WHERE pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1) <= 4
+            -- a noun phrase: no article, preposition, pronoun, auxiliary or conjunction ("What is written on a
+            -- receipt?" asks for no term)
+            AND m.a[1] !~* ('\m(a|an|the|on|in|of|for|to|with|by|from|at|into|about|between|after|before|when|if|'
+                || 'that|which|who|what|how|why|where|do|does|did|is|are|was|were|be|been|can|should|i|we|you|it|'
+                || 'my|your|our|its|this|these|those|and|or|not|no)\M')
+    ) AS x
+$fn$;
+COMMENT ON FUNCTION rag._defined_term(regconfig, text) IS
+'Internal: the term of a short definition question ("What is a hash map?") as a phrase tsquery when it has two '
+'lexemes or more, else NULL; the gate counts it like a name the passages must hold.';

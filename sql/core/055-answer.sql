@@ -151,6 +151,7 @@ DECLARE
     coverage float8;
     covered jsonb;
     names_found float8;
+    defined tsquery;
     best_sentence float8;
     gate_score float8;
     passages jsonb;
@@ -206,6 +207,20 @@ BEGIN
             || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name)))
             AS y (name)
     ) AS x;
+    -- A short definition question's term of two words or more (rag._defined_term) counts as one more name: one of
+    -- the chunks retrieved (the k, not only the passages) must hold its words in that order.
+    defined := rag._defined_term(t.ts_config, corrected);
+    IF defined IS NOT NULL THEN
+        SELECT (coalesce(names_found * n.n, 0) + EXISTS (
+            SELECT FROM rag.chunk AS c WHERE c.chunk_id = ANY (ids) AND c.tsv @@ defined)::integer)
+            / (n.n + 1)
+        INTO names_found
+        FROM (
+            SELECT pg_catalog.count(DISTINCT y.name)::float8 AS n FROM pg_catalog.unnest(rag._question_names(corrected)
+                || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name)))
+                AS y (name)
+        ) AS n;
+    END IF;
 
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
         ORDER BY o.n), '[]')

@@ -39,6 +39,9 @@ AS $fn$
             || '|(which|what) (\w+ )?(command|setting|parameter|option|function|tool|program|utility|configuration)s?'
             || '|is there a way)\M'),
         'why', p_question ~* '\mwhy\M',
+        -- asks for a number: how many / how much / how long / how often, a maximum, a minimum, a limit
+        'quantity', p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
+            || '|\m(maximum|minimum|limit|limits|at most|at least)\M'),
         -- "What is X?", "What are X?", "What is X used for?" (X up to a comma or the question mark): X's content
         -- words, when X is short (at most five words); NULL otherwise
         'defines', (
@@ -53,7 +56,7 @@ AS $fn$
     )
 $fn$;
 COMMENT ON FUNCTION rag._question_features(text) IS
-'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, defines}.';
+'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, quantity, defines}.';
 
 -- The structural kind of a span from its first characters: code (a fence), table (a row), note (a quoted line),
 -- heading, list (an item's first sentence), or text.
@@ -155,7 +158,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
     SELECT '{"names": 0.1, "howto": 0.2, "why": 0.05, "defines": 0.1, "neighbour": 0.15, "inherit": 0.05,
         "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8,
-        "lexical_share": 0.5}'::jsonb
+        "lexical_share": 0.5, "section_last": 0, "forward": 300, "quantity": 0.2, "idf": 0.75}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
@@ -163,13 +166,18 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 'question, how far below the best the quote that completes an answer may stand (rag._choose_quotes), and '
 'section reach (rag._answer): how much lower the spans of a passage''s other section chunks score and how many '
 'of them (nearest first) are read; on the lexical path, the weight of the share of the question''s lexemes in a '
-'span''s score (rag._lexical_sentences).';
+'span''s score (rag._lexical_sentences); section_last (1: a section chunk completes an answer only when no '
+'passage can; 0, the default: the best candidate completes it); forward: the longest chosen prose (characters) '
+'that takes the next sentence when that one speaks of it (It, This, These, ...); quantity: the preference for a '
+'span with a number when the question asks how many, how much, how long, a maximum or a limit; idf: how much the '
+'question''s words are weighted by how specific they are in the tenant in span scores (rag._term_weights).';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and
 -- meta-commands as written, other names in any case); for "how do I" questions howto when it says what to do
 -- (rag._says_what_to_do); for "why" questions why when it gives a reason; for "what is X" questions defines when
--- its subject (the words before its first is/are/means/refers) holds X's content words.
+-- its subject (the words before its first is/are/means/refers) holds X's content words; for a question asking how
+-- many / how much / how long, a maximum or a limit, quantity when it gives a number (digits, number words, units).
 CREATE OR REPLACE FUNCTION rag._quote_bonus(p_span text, p_features jsonb)
 RETURNS float8
 LANGUAGE sql
@@ -190,6 +198,11 @@ AS $fn$
             THEN (p_features -> 'weights' ->> 'howto')::float8 ELSE 0 END
         + CASE WHEN (p_features ->> 'why')::boolean AND rag._gives_reason(p_span)
             THEN (p_features -> 'weights' ->> 'why')::float8 ELSE 0 END
+        -- a number for a question asking how many / how much / how long (digits, number words, units)
+        + CASE WHEN coalesce((p_features ->> 'quantity')::boolean, false) AND p_span ~* ('[0-9]|\m(once|twice|'
+            || 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|half|'
+            || 'double|bytes|kilobytes?|megabytes?|gigabytes?|seconds?|minutes?|hours?|days?|percent)\M')
+            THEN coalesce((p_features -> 'weights' ->> 'quantity')::float8, 0) ELSE 0 END
         + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'defines') = 'array' AND (
             SELECT pg_catalog.array_agg(x.t) <@ rag._content_terms(m.a[1])
                 AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
@@ -201,5 +214,5 @@ AS $fn$
         ) THEN (p_features -> 'weights' ->> 'defines')::float8 ELSE 0 END
 $fn$;
 COMMENT ON FUNCTION rag._quote_bonus(text, jsonb) IS
-'Internal: how much a span''s form suits the question (names, what to do, reasons, definitions), added to its '
+'Internal: how much a span''s form suits the question (names, what to do, reasons, numbers, definitions), added to its '
 'score when choosing quotes.';

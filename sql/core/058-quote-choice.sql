@@ -27,8 +27,11 @@
 --     best candidate that does (rag._has_asked_form); otherwise the best candidate of a passage not quoted yet.
 --   * Chosen prose then grows, within its paragraph and up to three sentences, by the sentence before when it
 --     leans on it ("This", "It", "However", ...), by the sentence after when that one qualifies it ("However",
---     "But", ...), and by a neighbour whose span score is within weights.neighbour of its own; a unit ending in
---     prose may take two more sentences of that paragraph the same way.
+--     "But", ...) or speaks of it ("It ...", "This ...", "These ...": a statement that names the subject carried
+--     on by the one that says what the question asks; while the prose is at most weights.forward characters), and
+--     by a neighbour whose span score is within weights.neighbour of its own; a unit ending in prose may take two
+--     more sentences of that paragraph the same way. With weights.section_last, a section chunk completes the
+--     answer only when no passage can.
 CREATE OR REPLACE FUNCTION rag._choose_quotes(
     p_question text, p_corrected text, p_ids bigint[], p_scored jsonb, p_max_quotes integer, p_margin float8,
     p_rank_penalty float8
@@ -70,6 +73,7 @@ DECLARE
     s_base float8 [];  -- relevance: the given score, echo and form inheritance applied
     s_score float8 [];  -- with rag._quote_bonus of the span's own text
     s_para_start boolean [];  -- first span of its chunk, after a blank line, or starting a block or list item
+    s_reach boolean [];  -- the span is of a section chunk (rag._answer's section reach), not of a passage
     s_bound boolean [];  -- code, table or a continuation quoted only with its introduction
     u_last integer [];  -- last span of the unit an introducing span heads (NULL: not an introducer)
     cand_first integer [] := '{}';
@@ -101,8 +105,9 @@ BEGIN
         pg_catalog.array_agg(rag._span_kind(x.t) ORDER BY x.doc, x.idx, x.s),
         pg_catalog.array_agg(x.score - CASE WHEN x.echo THEN (w ->> 'echo')::float8 ELSE 0 END
             ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.para_start ORDER BY x.doc, x.idx, x.s)
-    INTO n, c_id, c_doc, c_idx, c_rank, c_content, s_start, s_end, s_text, s_kind, s_base, s_para_start
+        pg_catalog.array_agg(x.para_start ORDER BY x.doc, x.idx, x.s),
+        pg_catalog.array_agg(x.reach ORDER BY x.doc, x.idx, x.s)
+    INTO n, c_id, c_doc, c_idx, c_rank, c_content, s_start, s_end, s_text, s_kind, s_base, s_para_start, s_reach
     FROM (
         SELECT y.*, pg_catalog.substr(y.content, y.s + 1, y.e - y.s) AS t,
             y.prev_end IS NULL
@@ -118,7 +123,7 @@ BEGIN
                  ELSE ARRAY(SELECT pg_catalog.jsonb_array_elements_text(y.terms)) END AS t) AS z) AS echo
         FROM (
             SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id,
-                coalesce((e.value ->> 'rank')::integer, o.r::integer) AS r, c.content,
+                coalesce((e.value ->> 'rank')::integer, o.r::integer) AS r, e.value ? 'rank' AS reach, c.content,
                 c.doc_key || '/' || c.doc_version AS doc, c.chunk_index AS idx,
                 (e.value ->> 'start')::integer AS s, (e.value ->> 'end')::integer AS e,
                 coalesce((e.value ->> 'score')::float8, 0) AS score, e.value -> 'terms' AS terms,
@@ -274,7 +279,9 @@ BEGIN
             FROM ROWS FROM (pg_catalog.unnest(cand_first), pg_catalog.unnest(cand_last),
                 pg_catalog.unnest(cand_score)) WITH ORDINALITY AS x (f, l, sc, o)
             WHERE x.sc >= best - (w ->> 'complete')::float8
-            ORDER BY round(x.sc::numeric, 6) DESC, c_rank[x.f], x.f, x.l DESC
+            -- with weights.section_last, a section chunk completes the answer only when no passage can
+            ORDER BY s_reach[x.f] AND coalesce((w ->> 'section_last')::float8, 0) > 0,
+                round(x.sc::numeric, 6) DESC, c_rank[x.f], x.f, x.l DESC
         LOOP
             CONTINUE WHEN EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(pick_first)) AS g (x)
                 WHERE cand_first[m] <= pick_last[g.x] AND cand_last[m] >= pick_first[g.x]
@@ -319,6 +326,11 @@ BEGIN
                 pick_first[k] := i;
             ELSIF j IS NOT NULL AND s_text[j] ~ ('^(However|But|Unless|Except|Otherwise|Instead|'
                 || 'Therefore|Thus|Hence|This means|That is|Even so|Nevertheless|Still)\M') THEN
+                pick_last[k] := j;
+            -- a short statement carried on by the next sentence, which speaks of it ("It contains ...", "This
+            -- command collects ..."): the statement names the subject, the next one says what the question asks
+            ELSIF j IS NOT NULL AND s_end[b] - s_start[a] <= coalesce((w ->> 'forward')::float8, 0)
+                AND s_text[j] ~ '^(It|Its|This|These|They|Their|Such|Each|Both)\M' THEN
                 pick_last[k] := j;
             ELSIF i IS NOT NULL AND s_base[i] >= s_base[a] - (w ->> 'neighbour')::float8
                 AND (j IS NULL OR s_base[i] >= s_base[j]) THEN
