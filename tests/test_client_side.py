@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from conftest import CHAPTERS_TENANT, MANUAL, ROOT, chapter_files, create_managed, drop_managed, sqlstate_of
 
+import pgcite.evaluate
 import pgcite.local
 from pgcite import AsyncClient, Client
 from pgcite.calls import _Plan
@@ -501,7 +502,8 @@ def test_calibrate_as_the_managed_owner_embeds_the_questions_in_the_client(manag
     rc, out, err = cli("calibrate", str(QUESTIONS), "--tenant", TENANT, "--dsn", managed.dsn, "--json")
     assert rc == 0, err
     rows = json.loads(out)
-    assert len(rows) == 37 and all(r["score"] is not None for r in rows)
+    n = len(pgcite.evaluate.load_questions(QUESTIONS, "calibration"))  # the calibration split, by default
+    assert len(rows) == n and all(r["score"] is not None for r in rows)
     with Client(managed.dsn) as c:
         gate = c.tenant_gate(TENANT)
-    assert len(gate["calibrated_on"]) == 37 and 0 < gate["min_score"] < 1
+    assert len(gate["calibrated_on"]) == n and 0 < gate["min_score"] < 1
