@@ -128,11 +128,12 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
         assert ann, i
         assert not any("chunk_embedding_hnsw_idx" in p for p in ann), i
         assert any(f"Index Scan using {index} on chunk" in p or "chunk_active_idx" in p for p in ann), i
-        # the full-text candidates are chosen by the query that names the tenant (so the planner may use its
-        # own GIN index, as bench/plan_check.py shows at 1M; on 45 chunks it reads them), never through the
-        # table-wide GIN index
-        assert any("c.tsv OPERATOR(pg_catalog.@@) $1" in p for p in seen), i
-        assert not any("chunk_tsv_idx" in p for p in seen), i
+        # the full-text candidates are chosen by the query that names the tenant as a literal (so the planner
+        # can prove the own GIN index's predicate and use it, as bench/plan_check.py shows at 1M); which index
+        # the planner picks for 45 chunks is its cost estimate's business (it may read them, or filter the
+        # table-wide GIN index's bitmap), not this function's
+        named = "WHERE c.tenant = 'own' AND c.retired_at IS NULL AND c.tsv OPERATOR(pg_catalog.@@) $1"
+        assert any(named in p for p in seen), i
         rows, seen = plans(conn, sql, (WRAP, "tiny"))
         assert len(rows) == 10
         hnsw = ("Index Scan using chunk_hnsw_", "Index Scan using chunk_embedding_hnsw_idx")
