@@ -491,7 +491,7 @@ def test_a_readers_view_on_a_removed_function_does_not_block_the_upgrade(pg, kin
 
 # ---------------------------------------------------------------- round 4: rag.word, shared by every tenant
 def test_another_tenants_open_ingest_does_not_hold_up_an_ingest(pg, adb):
-    """rag.word (migrations/008) holds each word of every tenant once, kept by a statement trigger on rag.term.
+    """rag.word (migrations/008) holds each word of every tenant once, kept by a statement trigger on rag.term
     With a unique key on the word, an ingest adding a word new to rag.word held that key until its transaction
     ended: another tenant's ingest of a document with the same new word waited for it (and two such
     transactions of several documents each could deadlock, one of them failing). A writer of one tenant that
