@@ -508,9 +508,10 @@ def test_another_tenants_open_ingest_does_not_hold_up_an_ingest(pg, adb):
         a.execute("COMMIT")
     with connect(pg, adb, R["bravo"]) as b, pg.admin(adb) as c:
         # each tenant's correction finds the word, once it is its own
-        assert b.execute(
-            "SELECT rag.correct_question(%s, 'bravo')", (word[:5] + word[6:],)
-        ).fetchone()[0] == word
+        assert (
+            b.execute("SELECT rag.correct_question(%s, 'bravo')", (word[:5] + word[6:],)).fetchone()[0]
+            == word
+        )
         assert c.execute("SELECT count(*) FROM rag.word WHERE word = %s", (word,)).fetchone()[0] >= 1
         b.execute("SELECT * FROM rag.delete_document('bravo', 'same.md')")
     with pg.admin(adb) as c:
