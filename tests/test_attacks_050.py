@@ -516,3 +516,31 @@ def test_another_tenants_open_ingest_does_not_hold_up_an_ingest(pg, adb):
         b.execute("SELECT * FROM rag.delete_document('bravo', 'same.md')")
     with pg.admin(adb) as c:
         c.execute("SELECT * FROM rag.delete_document('alpha', 'hold.md')")
+
+
+# ---------------------------------------------------------------- round 4: question forms of the gate, quotes
+@pytest.mark.parametrize(
+    "call",
+    [
+        "SELECT rag._defined_term('english', %s) IS NULL",
+        "SELECT rag._question_features(%s) -> 'defines' = 'null'",
+    ],
+)
+def test_definition_question_forms_cost_little_for_any_length(pg, adb, call):
+    """rag._defined_term (0.5.0 round 3, the gate's term of "What is a hash map?") and the 'defines' form of
+    rag._question_features match "what is X" with a lazy term before an optional tail: PostgreSQL's regular
+    expressions took time quadratic in the length of a question with no comma or question mark (4,000
+    characters: 33 ms, 40,000: 1.8 s, 400,000: 175 s). Both are internal functions a writer may run as
+    itself, with text of any length. The term ends at the first comma or question mark and is at most four
+    (five) words: only the text up to there is matched, and only when it is at most 200 characters."""
+    with connect(pg, adb, R["writer"]) as w:
+        w.execute("SET statement_timeout = '5s'")
+        for text in ("what is " + "a" * 400000, "What is the " + "hash map " * 40000 + "?"):
+            assert w.execute(call, (text,)).fetchone()[0] is True
+        # a definition question still has its term, whatever follows its comma or question mark
+        for q in ("What is a hash map?", "What is a hash map, and when " + "is it used " * 30000 + "?"):
+            assert w.execute(call, (q,)).fetchone()[0] is False
+            if "_defined_term" in call:
+                assert w.execute("SELECT rag._defined_term('english', %s)::text", (q,)).fetchone()[0] == (
+                    "'hash' <-> 'map'"
+                )
