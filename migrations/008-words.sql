@@ -9,9 +9,14 @@
 -- no policy, no grant), and a suggestion is always a word of the asker's own tenant. Kept by a statement
 -- trigger on rag.term (sql/core/038-retrieve-stats.sql); words are never removed from rag.term, so a word
 -- stays. Derived, so not dumped: restoring rag.term fills it again.
+-- No unique key (security round 4): rag.word is shared by every tenant, and a unique key made an ingest adding a
+-- new word wait for any other tenant's open transaction that had added the same word (or deadlock with it).
+-- The trigger adds only words not there yet; two concurrent ingests may both add one (a duplicate row changes no
+-- correction, and a rebuild removes it).
 CREATE TABLE rag.word (
-    word text PRIMARY KEY
+    word text NOT NULL
 );
+CREATE INDEX word_word_idx ON rag.word USING btree (word);
 CREATE INDEX word_trgm_idx ON rag.word USING gin (word public.gin_trgm_ops);
 COMMENT ON TABLE rag.word IS
 'Derived (trigger on rag.term): each distinct word of every tenant''s vocabulary once, for spelling correction.';

@@ -487,3 +487,60 @@ def test_a_readers_view_on_a_removed_function_does_not_block_the_upgrade(pg, kin
         drop_database(pg, name)
         with pg.admin() as a:
             a.execute(f"DROP ROLE IF EXISTS {reader}")
+
+
+# ---------------------------------------------------------------- round 4: rag.word, shared by every tenant
+def test_another_tenants_open_ingest_does_not_hold_up_an_ingest(pg, adb):
+    """rag.word (migrations/008) holds each word of every tenant once, kept by a statement trigger on rag.term
+    With a unique key on the word, an ingest adding a word new to rag.word held that key until its transaction
+    ended: another tenant's ingest of a document with the same new word waited for it (and two such
+    transactions of several documents each could deadlock, one of them failing). A writer of one tenant that
+    ingested a list of words and left its transaction open thus stopped the other tenants' ingests. rag.term's
+    key holds the tenant, so it never made tenants wait on each other; rag.word must not either."""
+    word = "zorbquintal" + "".join(chr(ord("a") + int(ch, 16) % 26) for ch in SFX)
+    doc = f"# Round four\n\nThe {word} gauge is checked every morning.\n"
+    with connect(pg, adb, R["writer"]) as a, connect(pg, adb, R["bravo"]) as b:
+        a.execute("BEGIN")
+        a.execute("SELECT * FROM rag.ingest('alpha', 'hold.md', %s)", (doc,))
+        # tenant alpha's transaction stays open; bravo's ingest of the same new word must not wait for it
+        b.execute("SET lock_timeout = '3s'")
+        b.execute("SELECT * FROM rag.ingest('bravo', 'same.md', %s)", (doc,))
+        a.execute("COMMIT")
+    with connect(pg, adb, R["bravo"]) as b, pg.admin(adb) as c:
+        # each tenant's correction finds the word, once it is its own
+        assert (
+            b.execute("SELECT rag.correct_question(%s, 'bravo')", (word[:5] + word[6:],)).fetchone()[0]
+            == word
+        )
+        assert c.execute("SELECT count(*) FROM rag.word WHERE word = %s", (word,)).fetchone()[0] >= 1
+        b.execute("SELECT * FROM rag.delete_document('bravo', 'same.md')")
+    with pg.admin(adb) as c:
+        c.execute("SELECT * FROM rag.delete_document('alpha', 'hold.md')")
+
+
+# ---------------------------------------------------------------- round 4: question forms of the gate, quotes
+@pytest.mark.parametrize(
+    "call",
+    [
+        "SELECT rag._defined_term('english', %s) IS NULL",
+        "SELECT rag._question_features(%s) -> 'defines' = 'null'",
+    ],
+)
+def test_definition_question_forms_cost_little_for_any_length(pg, adb, call):
+    """rag._defined_term (0.5.0 round 3, the gate's term of "What is a hash map?") and the 'defines' form of
+    rag._question_features match "what is X" with a lazy term before an optional tail: PostgreSQL's regular
+    expressions took time quadratic in the length of a question with no comma or question mark (4,000
+    characters: 33 ms, 40,000: 1.8 s, 400,000: 175 s). Both are internal functions a writer may run as
+    itself, with text of any length. The term ends at the first comma or question mark and is at most four
+    (five) words: only the text up to there is matched, and only when it is at most 200 characters."""
+    with connect(pg, adb, R["writer"]) as w:
+        w.execute("SET statement_timeout = '5s'")
+        for text in ("what is " + "a" * 400000, "What is the " + "hash map " * 40000 + "?"):
+            assert w.execute(call, (text,)).fetchone()[0] is True
+        # a definition question still has its term, whatever follows its comma or question mark
+        for q in ("What is a hash map?", "What is a hash map, and when " + "is it used " * 30000 + "?"):
+            assert w.execute(call, (q,)).fetchone()[0] is False
+            if "_defined_term" in call:
+                assert w.execute("SELECT rag._defined_term('english', %s)::text", (q,)).fetchone()[0] == (
+                    "'hash' <-> 'map'"
+                )

@@ -93,8 +93,9 @@ FOR EACH STATEMENT EXECUTE FUNCTION rag._chunk_stats();
 
 -- rag.word (migrations/008): each distinct word of rag.term once, for spelling correction. A statement
 -- trigger adds the words a statement inserted into rag.term (an ingest adds a document's new words in one
--- statement); in word order, so two concurrent ingests adding the same new words wait on each other in the
--- same order. rag.term rows are never deleted, so neither are words.
+-- statement) that rag.word does not hold yet. No unique key (migrations/008): an ingest never waits for another
+-- tenant's open transaction that added the same word; two concurrent ones may both add it (harmless).
+-- rag.term rows are never deleted, so neither are words.
 CREATE OR REPLACE FUNCTION rag._term_words()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -103,8 +104,7 @@ AS $fn$
 BEGIN
     INSERT INTO rag.word (word)
     SELECT DISTINCT n.term FROM new_terms AS n
-    ORDER BY n.term
-    ON CONFLICT DO NOTHING;
+    WHERE NOT EXISTS (SELECT FROM rag.word AS v WHERE v.word = n.term);
     RETURN NULL;
 END
 $fn$;

@@ -182,7 +182,9 @@ AS $fn$
     SELECT CASE WHEN pg_catalog.numnode(x.q) >= 3 THEN x.q END
     FROM (
         SELECT pg_catalog.phraseto_tsquery(p_config, m.a[1]) AS q
-        FROM pg_catalog.regexp_match(pg_catalog.btrim(p_question),
+        -- only the question up to its first comma or question mark, and only when that is at most 200 characters:
+        -- the term ends there, and the lazy match took time quadratic in the text's length (security round 4)
+        FROM pg_catalog.regexp_match(rag._question_head(p_question),
             '^what(?:''s|\s+s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?([^,?]+?)(?:\s+used\s+for)?\s*(?:[,?].*)?$', 'i')
             AS m (a)
         WHERE pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1) <= 4

@@ -49,7 +49,8 @@ AS $fn$
                 AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
                     <= 5
                 THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
-            FROM pg_catalog.regexp_match(pg_catalog.btrim(p_question),
+            -- the question up to its first comma or question mark, at most 200 characters (rag._question_head)
+            FROM pg_catalog.regexp_match(rag._question_head(p_question),
                 '^what(?:''s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?([^,?]+?)(?:\s+used\s+for)?\s*(?:[,?].*)?$', 'i')
                 AS m (a)
         )
