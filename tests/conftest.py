@@ -217,3 +217,19 @@ def sqlstate_of(excinfo) -> str | None:
     return getattr(excinfo.value, "sqlstate", None) or getattr(
         getattr(excinfo.value, "diag", None), "sqlstate", None
     )
+
+
+# ---------------------------------------------------------------- attacks as tenant roles
+def connect(pg, db, role, **kw):
+    """An autocommit connection to database db as role (the attack tests' hostile roles)."""
+    dsn = psycopg.conninfo.make_conninfo(pg.dsn(db), user=role)
+    return psycopg.connect(dsn, autocommit=True, **kw)
+
+
+def fails(conn, sql, params=None) -> str | None:
+    """Runs sql, which must fail; returns its SQLSTATE."""
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute(sql, params)
+    if not conn.autocommit:
+        conn.rollback()
+    return sqlstate_of(e)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import drop_database, sqlstate_of
+from conftest import connect, drop_database, fails
 
 ROOT = Path(__file__).resolve().parents[1]
 SFX = uuid.uuid4().hex[:6]
@@ -71,18 +71,6 @@ def adb(pg):
     with pg.admin() as a:
         for role in R.values():
             a.execute(f"DROP ROLE IF EXISTS {role}")
-
-
-def connect(pg, db, role, **kw):
-    dsn = psycopg.conninfo.make_conninfo(pg.dsn(db), user=role)
-    return psycopg.connect(dsn, autocommit=True, **kw)
-
-
-def fails(conn, sql, params=None) -> str | None:
-    """Runs sql, which must fail; returns its SQLSTATE."""
-    with pytest.raises(psycopg.Error) as e:
-        conn.execute(sql, params)
-    return sqlstate_of(e)
 
 
 def stats_of(c, tenant: str) -> tuple:
