@@ -133,9 +133,7 @@ BEGIN
         SELECT v.word AS term
         FROM rag.word AS v
         WHERE
-            pg_catalog.length(w.word) BETWEEN 4 AND 40
-            AND w.word !~ '^[0-9_]+$'
-            AND w.word = ANY (unknown)
+            w.word = ANY (unknown)  -- the words that could be corrected (4 to 40 letters, not numbers)
             AND NOT (w.word = ANY (real_words))
             AND v.word OPERATOR(public.%) (w.word COLLATE "default")
             AND public.similarity(v.word, w.word) >= min_similarity

@@ -13,7 +13,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
     PERFORM rag._authorize(p_caller, p_tenant, 'read');
-    PERFORM rag._check_question(p_question, 1);  -- 54000 over 4000 characters, as rag.ask
+    -- rag._correct_question checks the question's length itself (54000), for every caller
     RETURN rag._correct_question(p_tenant, p_question, rag._params());
 END
 $fn$;
