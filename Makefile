@@ -8,7 +8,6 @@ SHELL := /bin/bash
 PG_CONFIG ?= $(shell scripts/pg_config.sh)
 DB_VENV ?= /opt/pgcite/venv
 VENV := .venv
-VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" extension/pgcite.control)
 PYTEST_ARGS ?=
 SIZE ?= 100000
 DURATION ?= 60
@@ -19,11 +18,11 @@ setup:
 	@bash scripts/setup.sh
 
 build:
-	@$(MAKE) -s -C extension PG_CONFIG=$(PG_CONFIG) VERSION=$(VERSION) all
+	@$(MAKE) -s -C extension PG_CONFIG=$(PG_CONFIG) all
 
 # PGXS install of the SQL scripts; the Python that runs inside PostgreSQL goes into the DB-side venv.
 install: build
-	@$(MAKE) -s -C extension PG_CONFIG=$(PG_CONFIG) VERSION=$(VERSION) install
+	@$(MAKE) -s -C extension PG_CONFIG=$(PG_CONFIG) install
 	@# a stale build/ or an old install would leave modules that no longer exist (chunking.py, answer.py)
 	@rm -rf python_udfs/build
 	@$(DB_VENV)/bin/pip uninstall -y -q pgcite-udfs >/dev/null 2>&1 || true
