@@ -71,6 +71,14 @@ def pg(tmp_path_factory) -> Iterator[PG]:
         cluster.destroy()
 
 
+def use_db_venv(conn) -> None:
+    """After CREATE EXTENSION pgcite_python: python_path set to PGCITE_DB_VENV when that names another
+    venv than the default (a DB-side venv holding this checkout's pgcite_udfs; as src/pgcite/cluster.py)."""
+    venv = os.environ.get("PGCITE_DB_VENV")
+    if venv and venv.rstrip("/") != "/opt/pgcite/venv":
+        conn.execute("SELECT rag.set_config('python_path', %s)", (venv,))
+
+
 def create_database(pg: PG, name: str, python: bool = True) -> None:
     with pg.admin() as a:
         a.execute(f'CREATE DATABASE "{name}"')
@@ -78,6 +86,7 @@ def create_database(pg: PG, name: str, python: bool = True) -> None:
         c.execute("CREATE EXTENSION pgcite CASCADE")
         if python:
             c.execute("CREATE EXTENSION pgcite_python CASCADE")
+            use_db_venv(c)
 
 
 def drop_database(pg: PG, name: str) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import connect, drop_database, fails, sqlstate_of
+from conftest import connect, drop_database, fails, sqlstate_of, use_db_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 SFX = uuid.uuid4().hex[:6]
@@ -37,6 +37,7 @@ def adb(pg):
         a.execute(f'CREATE DATABASE "{name}"')
     with pg.admin(name) as c:
         c.execute("CREATE EXTENSION pgcite_python CASCADE")
+        use_db_venv(c)
         c.execute(f"CREATE ROLE {R['reader']} LOGIN IN ROLE pgcite_reader")
         c.execute(f"CREATE ROLE {R['writer']} LOGIN IN ROLE pgcite_writer")
         c.execute(f"CREATE ROLE {R['admin']} LOGIN IN ROLE pgcite_admin")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import connect, drop_database, fails
+from conftest import connect, drop_database, fails, use_db_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 CURRENT = next(  # the version this checkout installs
@@ -54,6 +54,7 @@ def adb(pg):
         a.execute(f'CREATE DATABASE "{name}"')
     with pg.admin(name) as c:
         c.execute("CREATE EXTENSION pgcite_python CASCADE")
+        use_db_venv(c)
         if os.environ.get(
             "PGCITE_TEST_PYTHON_PATH"
         ):  # a DB-side site-packages with this checkout's pgcite_udfs
@@ -288,6 +289,7 @@ def test_a_case_insensitive_database_collation_keeps_tenants_apart(pg):
     try:
         with pg.admin(name) as c:
             c.execute("CREATE EXTENSION pgcite_python CASCADE")
+            use_db_venv(c)
             assert c.execute("SELECT 'Docs' = 'docs', 'Docs' < 'docs' OR 'Docs' > 'docs'").fetchone() == (
                 False,
                 True,

@@ -249,8 +249,17 @@ def _is_boundary(text: str, unit_start: int, sent_start: int, punct_pos: int, pu
     return not (_NUMERIC_RE.fullmatch(word) and not text[sent_start:ws].strip(" \t\n-*+>#"))
 
 
+class TooManySentences(ValueError):
+    """More sentences than the caller's max_spans."""
+
+
 def _split_unit(
-    text: str, start: int, end: int, out: list[tuple[int, int]], tick: Callable[[], None]
+    text: str,
+    start: int,
+    end: int,
+    out: list[tuple[int, int]],
+    tick: Callable[[], None],
+    max_spans: int | None = None,
 ) -> None:
     sent_start = start
     for m in _END_RE.finditer(text, start, end):
@@ -262,25 +271,32 @@ def _split_unit(
             span = _strip_span(text, sent_start, m.end(2))
             if span:
                 out.append(span)
+                if max_spans is not None and len(out) > max_spans:
+                    raise TooManySentences(f"more than {max_spans} sentences")
             sent_start = m.start(4)
     span = _strip_span(text, sent_start, end)
     if span:
         out.append(span)
 
 
-def split_sentences(text: str, tick: Callable[[], None] = _no_tick) -> list[tuple[int, int]]:
+def split_sentences(
+    text: str, tick: Callable[[], None] = _no_tick, max_spans: int | None = None
+) -> list[tuple[int, int]]:
     """Return (start, end) offsets of the sentences / structural units of ``text``, in order.
 
     ``tick`` is called for every line and every candidate sentence end (the chunker's cancellation).
+    With ``max_spans``, TooManySentences is raised as soon as there are more spans than that.
     """
     if not text:
         return []
     spans: list[tuple[int, int]] = []
     for start, end, splittable in _units(text, tick):
         if splittable:
-            _split_unit(text, start, end, spans, tick)
+            _split_unit(text, start, end, spans, tick, max_spans)
         else:
             span = _strip_span(text, start, end)
             if span:
                 spans.append(span)
+        if max_spans is not None and len(spans) > max_spans:
+            raise TooManySentences(f"more than {max_spans} sentences")
     return spans

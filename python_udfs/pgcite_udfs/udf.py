@@ -13,7 +13,7 @@ from time import monotonic
 from . import embed
 from . import words as english
 from .chunking.errors import MAX_DOCUMENT_BYTES
-from .sentences import split_sentences
+from .sentences import TooManySentences, split_sentences
 
 # SQLSTATEs of our own (class PC), listed in docs/errors.md and mapped by the client.
 ENV_MISSING = "PC001"
@@ -191,13 +191,30 @@ def parse(plpy, GD, body: str, fmt: str, max_tokens: int, overlap: int) -> str:
     )
 
 
-def sentence_spans(contents) -> list[tuple[int, int, int]]:
-    """rag._sentence_spans: (chunk_ord, start, end) of every sentence of every text; chunk_ord is 1-based."""
-    return [
-        (ord_, start, end)
-        for ord_, content in enumerate(contents, start=1)
-        for start, end in split_sentences(content or "")
-    ]
+def sentence_spans(contents, plpy=None, max_spans: int | None = None) -> list[tuple[int, int, int]]:
+    """rag._split_sentences: (chunk_ord, start, end) of every sentence of every text; chunk_ord is 1-based.
+    With plpy, the split checks for cancellation as it goes; with max_spans, it stops (54000 with plpy,
+    TooManySentences without) as soon as there are more spans than that: a document may store one embedding
+    per 64 bytes of max_document_bytes, and one text of 16 MB held 950 MB of spans before a check after it."""
+    tick = _checkpoint(plpy) if plpy is not None else _no_tick
+    out: list[tuple[int, int, int]] = []
+    try:
+        for ord_, content in enumerate(contents, start=1):
+            left = None if max_spans is None else max_spans - len(out)
+            out.extend((ord_, start, end) for start, end in split_sentences(content or "", tick, left))
+    except TooManySentences:
+        if plpy is None:
+            raise
+        plpy.error(
+            f"the texts have more than {max_spans} sentences (one per 64 bytes of max_document_bytes)",
+            hint="Pass fewer or shorter texts per call.",
+            sqlstate="54000",
+        )
+    return out
+
+
+def _no_tick() -> None:
+    return None
 
 
 def sentence_vectors(plpy, GD, passages_json: str) -> str:

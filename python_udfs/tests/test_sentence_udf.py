@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from pgcite_udfs import udf
+from pgcite_udfs.sentences import TooManySentences
 
 
 def test_spans_are_per_text_with_1_based_ordinals_and_exact_offsets():
@@ -31,3 +33,25 @@ def test_vectors_come_with_their_chunk_and_offsets(monkeypatch):
     assert [content[o["start"] : o["end"]] for o in out] == seen == expected
     assert [o["chunk_id"] for o in out] == [7, 7] and [o["embedding"] for o in out] == ["[0]", "[1]"]
     assert json.loads(udf.sentence_vectors(None, {}, "[]")) == []
+
+
+def test_spans_stop_past_max_spans_inside_one_text():
+    """rag._split_sentences passes the spans a document may store: the split stops as soon as it has more,
+    also in the middle of one long text (a 16 MB text of short sentences held 950 MB of spans before)."""
+    texts = ["One. Two. Three.", "Four. Five."]
+    assert udf.sentence_spans(texts, max_spans=5) == udf.sentence_spans(texts)
+    with pytest.raises(TooManySentences):
+        udf.sentence_spans(texts, max_spans=4)
+    with pytest.raises(TooManySentences):
+        udf.sentence_spans(["Ab. " * 100000], max_spans=10)
+
+    class Plpy:
+        def execute(self, sql):
+            return []
+
+        def error(self, message, hint=None, sqlstate=None):
+            raise RuntimeError(sqlstate, message)
+
+    with pytest.raises(RuntimeError) as e:
+        udf.sentence_spans(["Ab. " * 1000], Plpy(), 10)
+    assert e.value.args[0] == "54000"

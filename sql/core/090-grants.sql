@@ -36,18 +36,25 @@ BEGIN
                 'ALTER FUNCTION %s SET standard_conforming_strings = on SET extra_float_digits = 1', f.sig);
             grantee := CASE
                 WHEN f.proname IN ('_authorize', '_ask', '_retrieve', '_explain', '_replay', '_verify_log',
-                    '_context', '_answer_context', '_correct_question_for') THEN 'pgcite_reader'
+                    '_context', '_answer_context', '_correct_question_for', '_embed_checked',
+                    '_embed_one') THEN 'pgcite_reader'
                 WHEN f.proname IN ('_store_version', '_store_document', '_store_parsed', '_delete_document',
-                    '_lock_document', '_reused_embeddings', '_reused_sentences', '_reused_spans') THEN 'pgcite_writer'
+                    '_lock_document', '_reused_embeddings', '_reused_sentences', '_reused_spans', '_parsed',
+                    '_sentence_spans') THEN 'pgcite_writer'
                 ELSE 'pgcite_admin'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
         ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats', '_correct_question',
-            '_common_words') THEN
+            '_common_words', '_embed_texts', '_parse', '_split_sentences', '_sentence_vectors',
+            '_support_similarity') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
             -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
-            -- (called directly, a reader chose its length and the size of _common_words' array)
+            -- (called directly, a reader chose its length and the size of _common_words' array);
+            -- pgcite_python's PL/Python functions that take texts or arrays: PL/Python converts its arguments
+            -- before the first line runs, so tenant roles reach them only through a SECURITY DEFINER function
+            -- that checks the sizes first (rag._embed_checked, rag._parsed, rag._sentence_spans) or from
+            -- inside pgcite's own SECURITY DEFINER functions (sentences and support at ask time)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             -- readers: what row level security and rag.embed run as the reader;

@@ -12,7 +12,8 @@ from pgcite_udfs import udf
 return udf.parse(plpy, GD, body, format, max_tokens, overlap)
 $fn$;
 COMMENT ON FUNCTION rag._parse(text, text, integer, integer) IS
-'Internal: parses a document: {format, title, sections_found, empty_sections, chunks} or {error}.';
+'Internal (pgcite_owner only: rag._parsed checks the body first): parses a document: {format, title, '
+'sections_found, empty_sections, chunks} or {error}.';
 
 CREATE OR REPLACE FUNCTION rag._chunker_version()
 RETURNS integer
@@ -28,17 +29,38 @@ $fn$;
 COMMENT ON FUNCTION rag._chunker_version() IS
 'Internal: the version of the chunker; part of a document''s hash in rag.ingest, so an upgrade re-chunks.';
 
--- The parsed document, or the parser's complaint raised with its SQLSTATE, DETAIL and HINT.
+-- The parsed document, or the parser's complaint raised with its SQLSTATE, DETAIL and HINT. SECURITY DEFINER:
+-- the body's size and the window are checked here, before PL/Python copies the body into a Python string
+-- (a writer's rag._parse of a 500 MB text held 1.4 GB before the parser's own check; security round 5), and
+-- rag._parse is pgcite_owner's only.
 CREATE OR REPLACE FUNCTION rag._parsed(body text, format text, max_tokens integer, overlap integer)
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    doc jsonb := rag._parse(body, format, max_tokens, overlap);
-    err jsonb := doc -> 'error';
+    max_bytes bigint := rag._setting('max_document_bytes', 20 * 1024 * 1024)::bigint;
+    doc jsonb;
+    err jsonb;
 BEGIN
+    IF pg_catalog.octet_length(body) > max_bytes THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('document is %s bytes, over the limit of %s bytes',
+                pg_catalog.octet_length(body), max_bytes),
+            HINT = 'Split the document, or have an admin raise it: SELECT rag.set_config(''max_document_bytes'', ...).';
+    END IF;
+    IF max_tokens IS NULL OR overlap IS NULL OR max_tokens NOT BETWEEN 16 AND 256 OR overlap < 0
+        OR overlap >= max_tokens / 2 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('max_tokens must be 16..256 and overlap 0..max_tokens/2 - 1, not %s and %s',
+                coalesce(max_tokens::text, 'NULL'), coalesce(overlap::text, 'NULL'));
+    END IF;
+    doc := rag._parse(body, format, max_tokens, overlap);
+    err := doc -> 'error';
     IF err IS NOT NULL THEN
         RAISE EXCEPTION USING
             ERRCODE = err ->> 'sqlstate',
@@ -50,7 +72,9 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._parsed(text, text, integer, integer) IS
-'Internal: rag._parse, raising its error (22023 empty or mismatched format, 22P02 binary) when there is one.';
+'Internal (SECURITY DEFINER, for writers: the only way to rag._parse): 54000 for a body over max_document_bytes '
+'and 22023 for a window outside 16..256 tokens before any Python runs; then rag._parse, raising its error '
+'(22023 empty or mismatched format, 22P02 binary) when there is one.';
 
 CREATE OR REPLACE FUNCTION rag._chunk_rows(body text, format text, max_tokens integer, overlap integer)
 RETURNS TABLE (chunk_index integer, anchor text, section_path text, title text, content text)

@@ -6,7 +6,11 @@
 -- 0.2.0 scored sentences in Python (rag._score_sentences); they are scored in SQL now.
 DROP FUNCTION IF EXISTS rag._score_sentences(text, public.vector, jsonb);
 
-CREATE OR REPLACE FUNCTION rag._sentence_spans(contents text[])
+-- PL/Python converts its array argument before its first line runs (8 bytes per element, not cancellable): a
+-- writer's rag._sentence_spans of 134 million NULLs held 1.1 GB for 10.6 s (security round 5). The splitter
+-- (rag._split_sentences) is pgcite_owner's only; rag._sentence_spans checks the texts first (rag._check_texts)
+-- and bounds the spans to what a document may store (one per 64 bytes of max_document_bytes).
+CREATE OR REPLACE FUNCTION rag._split_sentences(contents text[], max_spans bigint)
 RETURNS TABLE (chunk_ord integer, start_pos integer, end_pos integer)
 LANGUAGE plpython3u
 STABLE
@@ -16,10 +20,34 @@ AS $fn$
 if "pgcite_site" not in GD:
     plpy.execute("SELECT rag._python_init()")
 from pgcite_udfs import udf
-return udf.sentence_spans(contents)
+return udf.sentence_spans(contents, plpy, max_spans)
+$fn$;
+COMMENT ON FUNCTION rag._split_sentences(text[], bigint) IS
+'Internal (pgcite_owner only): the sentence spans of texts checked by rag._sentence_spans; 54000 past max_spans.';
+
+CREATE OR REPLACE FUNCTION rag._sentence_spans(contents text[])
+RETURNS TABLE (chunk_ord integer, start_pos integer, end_pos integer)
+LANGUAGE plpgsql
+STABLE
+STRICT
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    IF rag._check_texts('split into sentences', pg_catalog.cardinality(contents), pg_catalog.array_ndims(contents),
+        pg_catalog.pg_column_size(contents)) THEN
+        PERFORM rag._check_text_bytes('split into sentences', pg_catalog.cardinality(contents),
+            (SELECT sum(pg_catalog.octet_length(t.t)) FROM pg_catalog.unnest(contents) AS t (t)));
+    END IF;
+    RETURN QUERY SELECT s.chunk_ord, s.start_pos, s.end_pos
+    FROM rag._split_sentences(contents,
+        greatest(1, rag._setting('max_document_bytes', 20 * 1024 * 1024)::bigint / 64)) AS s;
+END
 $fn$;
 COMMENT ON FUNCTION rag._sentence_spans(text[]) IS
-'Internal: the sentence spans of each text (chunk_ord: 1-based position in the array; 0-based offsets).';
+'Internal (SECURITY DEFINER, for writers: the only way to the splitter): the sentence spans of each text '
+'(chunk_ord: 1-based position in the array; 0-based offsets); 54000 for more texts, bytes or spans than a '
+'document may have.';
 
 CREATE OR REPLACE FUNCTION rag._sentence_vectors(passages jsonb)
 RETURNS jsonb

@@ -1,0 +1,215 @@
+"""Security round 5 (0.6.0): attacks as a hostile tenant role (docs/BENCHMARKS.md "Security round 5").
+
+First the hole round 3 left: PL/Python converts an array or text argument into Python objects before the
+function's first line runs (8 bytes per element, a copy of every text, not cancellable), so a size check
+inside the Python came too late. Every PL/Python function a tenant role may run now takes no argument; the
+ones that take texts are pgcite_owner's only and reached through SECURITY DEFINER PL/pgSQL functions that
+check the sizes first. Then cross-tenant interference, leaks and CPU or memory bombs. Each test logs in as an
+ordinary role, tries one attack and asserts the safe outcome. The backend's peak memory is read from /proc
+(the tests start the server on this machine; with PGCITE_TEST_DSN those checks skip). The span limit runs
+in pgcite_udfs: run where the database's venv holds this checkout's (make setup, or PGCITE_DB_VENV)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import connect, drop_database, fails, use_db_venv
+
+ROOT = Path(__file__).resolve().parents[1]
+SFX = uuid.uuid4().hex[:6]
+R = {k: f"{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
+ALPHA_DOC = (
+    "# Alpha handbook\n\nThe alpha team vacuums its tables every night at two.\n\n"
+    "## Indexes\n\nA B-tree index handles equality and range queries on sortable data.\n"
+)
+BRAVO_DOC = "# Bravo secrets\n\nThe launch code of tenant bravo is pelican-orange-42.\n"
+TENANT_ROLES = ("pgcite_reader", "pgcite_writer", "pgcite_admin", "pg_database_owner")
+
+
+@pytest.fixture(scope="module")
+def adb(pg):
+    name = f"pgcite_attack060_{SFX}"
+    drop_database(pg, name)
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{name}"')
+    with pg.admin(name) as c:
+        c.execute("CREATE EXTENSION pgcite_python CASCADE")
+        use_db_venv(c)
+        c.execute(f"CREATE ROLE {R['reader']} LOGIN IN ROLE pgcite_reader")
+        c.execute(f"CREATE ROLE {R['writer']} LOGIN IN ROLE pgcite_writer")
+        c.execute(f"CREATE ROLE {R['admin']} LOGIN IN ROLE pgcite_admin")
+        c.execute(f"CREATE ROLE {R['bravo']} LOGIN IN ROLE pgcite_writer")
+        c.execute(f"CREATE ROLE {R['nobody']} LOGIN")
+        for tenant in ("alpha", "bravo"):
+            c.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        for role in ("reader", "writer"):
+            c.execute("SELECT rag.grant_tenant('alpha', %s)", (R[role],))
+        c.execute("SELECT rag.grant_tenant('bravo', %s)", (R["bravo"],))
+        c.execute("SELECT * FROM rag.ingest('alpha', 'a.md', %s)", (ALPHA_DOC,))
+        c.execute("SELECT * FROM rag.ingest('bravo', 'b.md', %s)", (BRAVO_DOC,))
+    yield name
+    drop_database(pg, name)
+    with pg.admin() as a:
+        for role in R.values():
+            a.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def new_checkout_python(c) -> None:
+    """Skips unless the database runs this checkout's pgcite_udfs (the span limit is in the Python)."""
+    site = c.execute("SELECT rag.python_info()").fetchone()[0]["site_packages"]
+    runs = Path(site) / "pgcite_udfs" / "udf.py"
+    if (
+        not runs.exists()
+        or runs.read_bytes() != (ROOT / "python_udfs" / "pgcite_udfs" / "udf.py").read_bytes()
+    ):
+        pytest.skip(f"the database runs another pgcite_udfs ({runs}) than this checkout's: run make setup")
+
+
+def peak_mb(c) -> int | None:
+    """The backend's peak resident memory (VmHWM) in MB, when the server runs on this machine."""
+    if os.environ.get("PGCITE_TEST_DSN"):
+        return None
+    pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        return None
+    return None
+
+
+# ---------------------------------------------------------------- PL/Python's arguments (round 3's hole)
+def test_no_plpython_function_a_tenant_role_may_run_takes_an_argument(pg, adb):
+    """PL/Python builds its arguments before the function's first line runs, so a check inside cannot bound
+    them. Catalog check: every PL/Python function in rag that a tenant role (reader, writer, admin, the
+    database's owner) or PUBLIC may execute takes no argument; the others are pgcite_owner's only."""
+    with pg.admin(adb) as a:
+        rows = a.execute(
+            "SELECT p.oid::regprocedure::text, p.pronargs, r.rolname"
+            " FROM pg_proc AS p CROSS JOIN (VALUES ('pgcite_reader'), ('pgcite_writer'), ('pgcite_admin'),"
+            " ('pg_database_owner'), ('public')) AS r (rolname)"
+            " WHERE p.pronamespace = 'rag'::regnamespace"
+            " AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpython3u')"
+            " AND has_function_privilege(r.rolname, p.oid, 'EXECUTE')"
+        ).fetchall()
+        n_python = a.execute(
+            "SELECT count(*) FROM pg_proc WHERE pronamespace = 'rag'::regnamespace"
+            " AND prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpython3u')"
+        ).fetchone()[0]
+    assert n_python >= 10
+    assert rows, "some PL/Python function should be reachable (rag.python_info)"
+    assert [(sig, role) for sig, nargs, role in rows if nargs > 0] == []
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT count(*) FROM rag._embed_texts(ARRAY['x'])",
+        "SELECT rag._parse('# x', 'markdown', 256, 32)",
+        "SELECT count(*) FROM rag._split_sentences(ARRAY['x'], 10)",
+        "SELECT rag._sentence_vectors('[]')",
+        "SELECT rag._support_similarity('[]')",
+        "SELECT rag._common_words(ARRAY['x'])",
+        "SELECT rag._generator_call('g', '{}')",
+    ],
+)
+def test_plpython_functions_with_arguments_are_pgcite_owners_only(pg, adb, sql):
+    for role in ("reader", "writer", "admin"):
+        with connect(pg, adb, R[role]) as c:
+            assert fails(c, sql) == "42501"
+
+
+def test_embed_many_refuses_the_largest_array_before_python_builds_it(pg, adb):
+    """rag.embed_many of PostgreSQL's largest array, 134 million NULLs (16 MB), held 1.1 GB for 1.7-2.8 s
+    before the Python's check refused it (round 3 left this). rag.embed_many now checks the array's measures
+    in PL/pgSQL (rag._embed_checked, SECURITY DEFINER) before rag._embed_texts (PL/Python, pgcite_owner only)
+    sees it: 54000, and the backend never holds the Python list."""
+    with connect(pg, adb, R["reader"]) as c:
+        before = peak_mb(c)
+        sql = "SELECT count(*) FROM rag.embed_many(array_fill(NULL::text, ARRAY[134217727]))"
+        assert fails(c, sql) == "54000"
+        after = peak_mb(c)
+        if before is not None and after is not None:
+            # array_fill's 16 MB bitmap and its copies; the Python list was 1,024 MB
+            assert after - before < 200, (before, after)
+        # far over max_document_bytes in bytes: refused from the array's size alone (one 60 MB text)
+        assert fails(c, "SELECT count(*) FROM rag.embed_many(ARRAY[repeat('x', 60000000)])") == "54000"
+        assert fails(c, "SELECT rag.embed(repeat('x', 60000000))") == "54000"
+        # arrays of arrays never reach the model (PL/Python made lists of lists of them)
+        assert fails(c, "SELECT count(*) FROM rag.embed_many(ARRAY[['a', 'b'], ['c', 'd']])") == "22023"
+        # normal input still works: NULL in, NULL out; positions kept
+        rows = c.execute(
+            "SELECT ord, embedding IS NULL, vector_dims(embedding) FROM rag.embed_many(ARRAY['a', NULL, 'b'])"
+            " ORDER BY 1"
+        ).fetchall()
+        assert rows == [(1, False, 384), (2, True, None), (3, False, 384)]
+        one, many = c.execute(
+            "SELECT rag.embed('How do I vacuum?')::text,"
+            " (SELECT embedding::text FROM rag.embed_many(ARRAY['How do I vacuum?']))"
+        ).fetchone()
+        assert one == many
+        assert c.execute("SELECT rag.embed(NULL) IS NULL").fetchone()[0]
+
+
+def test_embed_limits_follow_max_document_bytes_exactly(pg, adb):
+    """The byte limit is exact where the array's size alone does not settle it: texts of max_document_bytes
+    in all pass, one byte more is 54000 (the setting is an admin's)."""
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('max_document_bytes', '6400')")
+    try:
+        with connect(pg, adb, R["reader"]) as c:
+            # 100 texts allowed (one per 64 bytes); 64 bytes each = 6,400 bytes: passes
+            n = c.execute(
+                "SELECT count(*) FROM rag.embed_many(array_fill(repeat('y', 64), ARRAY[100]))"
+            ).fetchone()
+            assert n[0] == 100
+            assert (
+                fails(c, "SELECT count(*) FROM rag.embed_many(array_fill('y'::text, ARRAY[101]))") == "54000"
+            )
+            sql = (
+                "SELECT count(*) FROM rag.embed_many("
+                "array_append(array_fill(repeat('y', 64), ARRAY[99]), %s))"
+            )
+            assert c.execute(sql, ("y" * 64,)).fetchone()[0] == 100
+            assert fails(c, sql, ("y" * 65,)) == "54000"
+            assert fails(c, "SELECT rag.embed(repeat('y', 6401))") == "54000"
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('max_document_bytes', NULL)")
+
+
+def test_the_parser_and_the_sentence_splitter_check_their_input_first(pg, adb):
+    """A writer reached rag._parse (PL/Python) with any body and rag._sentence_spans (PL/Python) with any
+    array: 134 million NULLs held 1.1 GB for 10.6 s with no check at all, and one text of 16 MB of short
+    sentences held 950 MB of spans. Now rag._parsed and rag._sentence_spans are SECURITY DEFINER PL/pgSQL that
+    check the body or the array first, and the splitter stops at the spans a document may store."""
+    with connect(pg, adb, R["writer"]) as c:
+        new_checkout_python(c)
+        before = peak_mb(c)
+        sql = "SELECT count(*) FROM rag._sentence_spans(array_fill(NULL::text, ARRAY[134217727]))"
+        assert fails(c, sql) == "54000"
+        after = peak_mb(c)
+        if before is not None and after is not None:
+            assert after - before < 200, (before, after)
+        assert fails(c, "SELECT count(*) FROM rag._sentence_spans(ARRAY[repeat('Ab. ', 4000000)])") == "54000"
+        assert fails(c, "SELECT rag._parsed(repeat('x', 30000000), 'text', 256, 32)") == "54000"
+        assert fails(c, "SELECT rag._parsed('some text', 'text', 100000, 32)") == "22023"
+        assert fails(c, "SELECT * FROM rag.chunk_text(repeat('x ', 15000000))") == "54000"
+        # normal input
+        spans = c.execute("SELECT * FROM rag._sentence_spans(ARRAY['One. Two.', NULL, 'Three.'])").fetchall()
+        assert spans == [(1, 0, 4), (1, 5, 9), (3, 0, 6)]
+        chunks = c.execute("SELECT count(*) FROM rag.chunk_markdown(%s)", (ALPHA_DOC,)).fetchone()[0]
+        assert chunks == 2
+        row = c.execute(
+            "SELECT status, chunks FROM rag.ingest('alpha', 'p.md', %s)", (ALPHA_DOC + "\nMore.\n",)
+        )
+        assert row.fetchone() == ("inserted", 2)
+    with connect(pg, adb, R["reader"]) as c:
+        assert fails(c, "SELECT rag._parsed('# x', 'markdown', 256, 32)") == "42501"
+        assert fails(c, "SELECT * FROM rag._sentence_spans(ARRAY['a'])") == "42501"
+    with connect(pg, adb, R["nobody"]) as c:
+        assert fails(c, "SELECT rag.embed('x')") == "42501"
