@@ -213,3 +213,38 @@ def test_the_parser_and_the_sentence_splitter_check_their_input_first(pg, adb):
         assert fails(c, "SELECT * FROM rag._sentence_spans(ARRAY['a'])") == "42501"
     with connect(pg, adb, R["nobody"]) as c:
         assert fails(c, "SELECT rag.embed('x')") == "42501"
+
+
+# ---------------------------------------------------------------- CPU bombs
+def test_sql_sentence_spans_take_time_linear_in_the_text(pg, adb):
+    """rag._text_spans (the core's sentence splitter: quotes of passages without stored sentences when
+    pgcite_python is absent, so for every ask that retrieves such a chunk) ran a regexp_instr over the rest
+    of the unit for every sentence end, cut every unit out of the text with substr at a character offset
+    and appended units with array_cat: 20,000 characters of short sentences took 1.7 s, 200,000 more than
+    30 s; 20,000 one-line headings of 200,000 characters 54 s. A writer's chunk of that kind made every ask
+    retrieving it that slow. Now one regexp_matches pass per unit and byte offsets: 400,000 characters in
+    well under a second (the bound below is 20 s; before, about 10 minutes)."""
+    hostile = {
+        "sentences": 'A. b, (c)? "d" [1] e.g. ',
+        "headings": "# Heading\n",
+        "paragraphs": "line \u00dcn\u00ef. Zed\nmore. Text\n\n",
+    }
+    with connect(pg, adb, R["writer"]) as c:
+        c.execute("SET statement_timeout = '20s'")
+        for unit in hostile.values():
+            text = (unit * (400000 // len(unit) + 1))[:400000]
+            n = c.execute("SELECT count(*) FROM rag._text_spans(%s)", (text,)).fetchone()[0]
+            assert n > 10000
+        # the spans themselves are unchanged: exact offsets of trimmed sentences and units
+        text = "Intro here. Second one:\n\n- item one. More\n- two\n\n# Head\n\n1. First step.\n2. Next."
+        spans = c.execute("SELECT start_pos, end_pos FROM rag._text_spans(%s)", (text,)).fetchall()
+        assert [text[s:e] for s, e in spans] == [
+            "Intro here.",
+            "Second one:",
+            "- item one.",
+            "More",
+            "- two",
+            "# Head",
+            "1. First step.",
+            "2. Next.",
+        ]

@@ -17,27 +17,41 @@ DECLARE
     lines text [] := pg_catalog.string_to_array(coalesce(p_content, ''), E'\n');
     n integer := coalesce(pg_catalog.array_length(lines, 1), 0);
     line_start integer [] := '{}';
+    -- the bytes of the text, and where each line starts in them: a unit's text is cut out of the bytes (an
+    -- offset into bytea costs nothing; substr at a character offset walks the text from its start, and an
+    -- array slice copies the array: either made long texts quadratic; security round 5)
+    bytes bytea := pg_catalog.convert_to(coalesce(p_content, ''), pg_catalog.getdatabaseencoding());
+    line_byte integer [] := '{}';
+    bpos integer := 0;
     i integer;
     j integer;
     pos integer := 0;
     kind text;
     fence text;
-    u_start integer;
-    u_end integer;
-    para_start integer;
-    para_end integer;
-    units integer [] := '{}';  -- triples: start, end, splittable (1/0)
+    para_from integer;
+    para_to integer;
+    -- units as line ranges (first line, last line, splittable 1/0); each array grows by one element at a time
+    -- (PL/pgSQL appends in place; appending an ARRAY[...] copied the whole array)
+    uf integer [] := '{}';
+    ut integer [] := '{}';
+    uk integer [] := '{}';
     u integer;
+    u_start integer;
     piece text;
-    cut integer;
     s integer;
     e integer;
+    t text;
+    m record;
+    off integer;
+    pending text;
     ss integer [] := '{}';
     ee integer [] := '{}';
 BEGIN
     FOR i IN 1..n LOOP
         line_start := line_start || pos;
+        line_byte := line_byte || bpos;
         pos := pos + pg_catalog.length(lines[i]) + 1;
+        bpos := bpos + pg_catalog.octet_length(lines[i]) + 1;
     END LOOP;
     i := 1;
     WHILE i <= n LOOP
@@ -49,9 +63,11 @@ BEGIN
             WHEN lines[i] ~ '^[ \t]*>' THEN 'quote'
             WHEN lines[i] ~ '^[ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+\S' THEN 'list'
             ELSE 'text' END;
-        IF kind <> 'text' AND para_start IS NOT NULL THEN
-            units := units || ARRAY[para_start, para_end, 1];
-            para_start := NULL;
+        IF kind <> 'text' AND para_from IS NOT NULL THEN
+            uf := uf || para_from;
+            ut := ut || para_to;
+            uk := uk || 1;
+            para_from := NULL;
         END IF;
         IF kind = 'blank' THEN
             i := i + 1;
@@ -63,72 +79,86 @@ BEGIN
                 j := j + 1;
             END LOOP;
             j := least(j, n);
-            units := units || ARRAY[line_start[i], line_start[j] + pg_catalog.length(lines[j]), 0];
+            uf := uf || i;
+            ut := ut || j;
+            uk := uk || 0;
             i := j + 1;
         ELSIF kind IN ('table', 'heading') THEN
             IF NOT (kind = 'table' AND lines[i] ~ '^[ \t]*\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$') THEN
-                units := units || ARRAY[line_start[i], line_start[i] + pg_catalog.length(lines[i]), 0];
+                uf := uf || i;
+                ut := ut || i;
+                uk := uk || 0;
             END IF;
             i := i + 1;
         ELSIF kind = 'quote' THEN
-            units := units || ARRAY[line_start[i], line_start[i] + pg_catalog.length(lines[i]), 1];
+            uf := uf || i;
+            ut := ut || i;
+            uk := uk || 1;
             i := i + 1;
         ELSIF kind = 'list' THEN
-            u_start := line_start[i];
-            u_end := line_start[i] + pg_catalog.length(lines[i]);
             j := i + 1;
             WHILE j <= n AND NOT lines[j] ~ '^[ \t>]*$'
                 AND NOT lines[j] ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)' LOOP
-                u_end := line_start[j] + pg_catalog.length(lines[j]);
                 j := j + 1;
             END LOOP;
-            units := units || ARRAY[u_start, u_end, 1];
+            uf := uf || i;
+            ut := ut || (j - 1);
+            uk := uk || 1;
             i := j;
         ELSE
-            IF para_start IS NULL THEN
-                para_start := line_start[i];
+            IF para_from IS NULL THEN
+                para_from := i;
             END IF;
-            para_end := line_start[i] + pg_catalog.length(lines[i]);
+            para_to := i;
             i := i + 1;
         END IF;
     END LOOP;
-    IF para_start IS NOT NULL THEN
-        units := units || ARRAY[para_start, para_end, 1];
+    IF para_from IS NOT NULL THEN
+        uf := uf || para_from;
+        ut := ut || para_to;
+        uk := uk || 1;
     END IF;
 
-    FOR u IN 0..(coalesce(pg_catalog.array_length(units, 1), 0) / 3 - 1) LOOP
-        u_start := units[3 * u + 1];
-        u_end := units[3 * u + 2];
+    FOR u IN 1..coalesce(pg_catalog.array_length(uf, 1), 0) LOOP
+        u_start := line_start[uf[u]];
+        piece := CASE WHEN uf[u] = ut[u] THEN lines[uf[u]] ELSE pg_catalog.convert_from(pg_catalog.substr(bytes,
+            line_byte[uf[u]] + 1, line_byte[ut[u]] + pg_catalog.octet_length(lines[ut[u]]) - line_byte[uf[u]]),
+            pg_catalog.getdatabaseencoding()) END;
         s := u_start;
-        IF units[3 * u + 3] = 1 THEN
-            piece := pg_catalog.substr(p_content, s + 1, u_end - s);
-            j := 1;  -- where in piece to look for the next sentence end
+        off := 0;
+        pending := '';
+        IF uk[u] = 1 THEN
+            -- every sentence end of the unit in one pass: the text from the previous end up to and including
+            -- the punctuation (a regexp_instr per end rescanned the unit)
+            FOR m IN
+                SELECT r.r[1] AS t
+                FROM pg_catalog.regexp_matches(piece,
+                    '(.*?[.!?]+["''\u201d\u2019)\]*_`]*)(?=\s+["''\u201c\u2018(\[`*A-Z0-9])', 'g') AS r (r)
             LOOP
-                -- the next sentence end: 1-based position in piece just after the punctuation
-                cut := pg_catalog.regexp_instr(piece,
-                    '[.!?]+["''\u201d\u2019)\]*_`]*(?=\s+["''\u201c\u2018(\[`*A-Z0-9])', j, 1, 1);
-                EXIT WHEN cut = 0;
-                j := cut;
+                off := off + pg_catalog.length(m.t);
+                pending := pending || m.t;
+                e := u_start + off;
                 -- a leading list or section number ("2.", "25.1.5.") does not end a sentence
-                e := u_start + cut - 1;
-                CONTINUE WHEN pg_catalog.substr(p_content, s + 1, e - s) ~ '^[ \t>*+-]*\(?[0-9]+(\.[0-9]+)*\)?\.?$';
-                ss := ss || s;
-                ee := ee || e;
+                CONTINUE WHEN pending ~ '^[ \t>*+-]*\(?[0-9]+(\.[0-9]+)*\)?\.?$';
+                IF pg_catalog.btrim(pending, E' \t\n\r') <> '' THEN
+                    ss := ss || (s + pg_catalog.length(pending) - pg_catalog.length(pg_catalog.ltrim(pending, E' \t\n\r')));
+                    ee := ee || (e - pg_catalog.length(pending) + pg_catalog.length(pg_catalog.rtrim(pending, E' \t\n\r')));
+                END IF;
                 s := e;
+                pending := '';
             END LOOP;
         END IF;
-        ss := ss || s;
-        ee := ee || u_end;
+        -- the rest of the unit
+        t := pending || pg_catalog.substr(piece, off + 1);
+        e := s + pg_catalog.length(t);
+        IF pg_catalog.btrim(t, E' \t\n\r') <> '' THEN
+            ss := ss || (s + pg_catalog.length(t) - pg_catalog.length(pg_catalog.ltrim(t, E' \t\n\r')));
+            ee := ee || (e - pg_catalog.length(t) + pg_catalog.length(pg_catalog.rtrim(t, E' \t\n\r')));
+        END IF;
     END LOOP;
     RETURN QUERY
-    SELECT x.s + pg_catalog.length(x.t) - pg_catalog.length(pg_catalog.ltrim(x.t, E' \t\n\r')),
-        x.e - pg_catalog.length(x.t) + pg_catalog.length(pg_catalog.rtrim(x.t, E' \t\n\r'))
-    FROM (
-        SELECT a.s, b.e, pg_catalog.substr(p_content, a.s + 1, b.e - a.s) AS t
-        FROM pg_catalog.unnest(ss) WITH ORDINALITY AS a (s, o)
-        INNER JOIN pg_catalog.unnest(ee) WITH ORDINALITY AS b (e, o) ON b.o = a.o
-    ) AS x
-    WHERE pg_catalog.btrim(x.t, E' \t\n\r') <> ''
+    SELECT x.s, x.e
+    FROM ROWS FROM (pg_catalog.unnest(ss), pg_catalog.unnest(ee)) AS x (s, e)
     ORDER BY x.s;
 END
 $fn$;
