@@ -248,3 +248,30 @@ def test_sql_sentence_spans_take_time_linear_in_the_text(pg, adb):
             "1. First step.",
             "2. Next.",
         ]
+
+
+# ---------------------------------------------------------------- storage bombs
+def test_rag_answer_stores_no_unbounded_reply_in_the_log(pg, adb):
+    """rag.answer keeps the caller's reply, generator name and error in rag.context and then in the
+    append-only log. A reply over the checks' 262,144 bytes was "invalid output" but stored raw: a reader's
+    two replies of 35 MB with a 1 MB generator name and error added 144 MB to the log for good. Now 54000
+    before anything is read or written; the context can still be answered."""
+    with connect(pg, adb, R["reader"]) as c:
+        status, ctx = c.execute(
+            "SELECT status, context_id FROM rag.context('How often does the alpha team vacuum?', 'alpha')"
+        ).fetchone()
+        assert status == "ready"
+        logged = c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0]
+        big = '{"answer": "x", "citations": [], "pad": "' + "ab" * 140000 + '"}'
+        sql = "SELECT status FROM rag.answer(%s, %s::jsonb, %s, %s)"
+        assert fails(c, sql, (ctx, big, None, None)) == "54000"
+        assert fails(c, sql, (ctx, '{"answer": "x"}', "g" * 201, None)) == "54000"
+        assert fails(c, sql, (ctx, None, None, "e" * 4001)) == "54000"
+        assert c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0] == logged
+        assert c.execute(
+            "SELECT attempts, ask_id FROM rag.context WHERE context_id = %s", (ctx,)
+        ).fetchone() == ([], None)
+        # a reply within the limits is checked as before: invalid output, one retry, then abstained
+        assert c.execute(sql, (ctx, '{"answer": "x"}', "mine", None)).fetchone()[0] == "retry"
+        assert c.execute(sql, (ctx, None, "mine", "timed out")).fetchone()[0] == "abstained"
+        assert c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0] == logged + 1

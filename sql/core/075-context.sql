@@ -115,6 +115,20 @@ DECLARE
     all_attempts jsonb;
     t_start timestamptz := pg_catalog.clock_timestamp();
 BEGIN
+    -- Everything the caller sends is kept in rag.context and then in the log, which is append-only: a reader's
+    -- two replies of 35 MB (over the checks' 262,144 bytes, so "invalid output", but stored raw) and a 1 MB
+    -- generator name and error added 144 MB to it for good (security round 5). Bounded before anything is read
+    -- or written: 54000.
+    IF pg_catalog.octet_length(p_reply::text) > 262144 OR pg_catalog.length(p_generator) > 200
+        OR pg_catalog.length(p_error) > 4000 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('the reply (%s bytes), generator (%s characters) or error (%s characters) is '
+                'over its limit of 262144 bytes, 200 and 4000 characters', coalesce(pg_catalog.octet_length(
+                    p_reply::text), 0), coalesce(pg_catalog.length(p_generator), 0),
+                coalesce(pg_catalog.length(p_error), 0)),
+            HINT = 'Nothing was recorded; send your model''s reply as it is (a real answer is far shorter).';
+    END IF;
     SELECT * INTO c FROM rag.context AS x WHERE x.context_id = p_context FOR UPDATE;
     -- another tenant's context does not exist for this caller (its tenant is not even named)
     IF NOT found OR NOT rag._is_member(who, c.tenant) THEN
