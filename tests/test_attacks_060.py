@@ -15,6 +15,7 @@ import os
 import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
 from conftest import connect, drop_database, fails, use_db_venv
 
@@ -275,3 +276,59 @@ def test_rag_answer_stores_no_unbounded_reply_in_the_log(pg, adb):
         assert c.execute(sql, (ctx, '{"answer": "x"}', "mine", None)).fetchone()[0] == "retry"
         assert c.execute(sql, (ctx, None, "mine", "timed out")).fetchone()[0] == "abstained"
         assert c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0] == logged + 1
+
+
+# ---------------------------------------------------------------- cross-tenant interference
+def _serializable_pair(pg, adb, first, second):
+    """Runs two calls in two SERIALIZABLE transactions of two roles, both before either commits; returns
+    each transaction's outcome at commit ("ok" or its SQLSTATE)."""
+    dsn = pg.dsn(adb)
+    conns = [psycopg.connect(psycopg.conninfo.make_conninfo(dsn, user=R[r])) for r, _ in (first, second)]
+    try:
+        for c in conns:
+            c.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        for c, (_, sql) in zip(conns, (first, second), strict=True):
+            c.execute(sql).fetchall()
+        out = []
+        for c in conns:
+            try:
+                c.commit()
+                out.append("ok")
+            except psycopg.Error as e:
+                out.append(e.sqlstate)
+        return out
+    finally:
+        for c in conns:
+            c.close()
+
+
+def test_serializable_asks_do_not_fail_because_of_another_tenants_transactions(pg, adb):
+    """Under SERIALIZABLE every tenant shares rag's tables and index pages, so PostgreSQL's predicate locks
+    can tie one tenant's transaction to another's. An ask of alpha's reader, in either order with bravo's
+    ingest, delete, ask or log check (each in its own SERIALIZABLE transaction, both open at once), commits:
+    it reads only its tenant's rows and writes only its own log entry. (Two tenants' concurrent SERIALIZABLE
+    ingests can fail one with 40001: docs/security.md, a known limit.)"""
+    ask_a = ("reader", "SELECT status FROM rag.ask('How often does the alpha team vacuum?', 'alpha')")
+    ingest = "SELECT status FROM rag.ingest('bravo', %s, '# Ser\n\nZorbix {n} quandle flomp.\n')"
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.grant_tenant('bravo', %s)", (R["nobody"],))
+        a.execute(f"GRANT pgcite_reader TO {R['nobody']}")
+    try:
+        for n in range(8):
+            key = f"ser-{n}.md"
+            others = [
+                ("bravo", ingest.format(n=n).replace("%s", f"'{key}'")),
+                ("bravo", f"SELECT rag.delete_document('bravo', '{key}')"),
+                ("nobody", "SELECT status FROM rag.ask('What is the launch code?', 'bravo')"),
+                ("nobody", "SELECT ok FROM rag.verify_log('bravo')"),
+            ]
+            other = others[n % 4]
+            if "delete" in other[1]:  # a document to delete
+                with pg.admin(adb) as a:
+                    a.execute(ingest.format(n=n), (key,))
+            pair = (ask_a, other) if n < 4 else (other, ask_a)
+            assert _serializable_pair(pg, adb, *pair) == ["ok", "ok"], pair
+    finally:
+        with pg.admin(adb) as a:
+            a.execute(f"REVOKE pgcite_reader FROM {R['nobody']}")
+            a.execute("SELECT rag.revoke_tenant('bravo', %s)", (R["nobody"],))
