@@ -332,3 +332,42 @@ def test_serializable_asks_do_not_fail_because_of_another_tenants_transactions(p
         with pg.admin(adb) as a:
             a.execute(f"REVOKE pgcite_reader FROM {R['nobody']}")
             a.execute("SELECT rag.revoke_tenant('bravo', %s)", (R["nobody"],))
+
+
+def test_an_open_transaction_of_one_tenant_holds_up_no_other_tenant(pg, adb):
+    """alpha's writer ingests a document, retires another and asks, and leaves the transaction open: bravo's
+    ingest, delete, ask and log check, and an admin's tenant, membership, setting and calibration calls for
+    bravo, all finish without waiting (lock_timeout 3 s each)."""
+    with psycopg.connect(psycopg.conninfo.make_conninfo(pg.dsn(adb), user=R["writer"])) as a:
+        a.execute("SELECT * FROM rag.ingest('alpha', 'open.md', '# Open\n\nZorbix quandle flomp here.\n')")
+        a.execute("SELECT * FROM rag.ingest('alpha', 'gone.md', '# Gone\n\nSoon retired words.\n')")
+        a.execute("SELECT rag.delete_document('alpha', 'gone.md')")
+        a.execute("SELECT status FROM rag.ask('How often does the alpha team vacuum?', 'alpha')")
+        calls = [
+            (
+                "bravo",
+                "SELECT status FROM rag.ingest('bravo', 'open.md', '# Open\n\nZorbix quandle flomp here.\n')",
+            ),
+            ("bravo", "SELECT rag.delete_document('bravo', 'open.md')"),
+            ("admin", "SELECT rag.create_tenant('opentx')"),
+            ("admin", f"SELECT rag.grant_tenant('bravo', '{R['admin']}')"),
+            ("admin", "SELECT status FROM rag.ask('What is the launch code?', 'bravo')"),
+            ("admin", "SELECT ok FROM rag.verify_log('bravo')"),
+            ("admin", f"SELECT rag.revoke_tenant('bravo', '{R['admin']}')"),
+            ("admin", "SELECT rag.set_config('min_score', '0.5')"),
+            ("admin", "SELECT rag.set_config('min_score', NULL)"),
+            (
+                "admin",
+                'SELECT count(*) FROM rag.calibrate(\'bravo\', \'[{"question": "What is the launch code?",'
+                ' "kind": "answerable"}, {"question": "Weather in Paris?", "kind": "out_of_corpus"}]\')',
+            ),
+        ]
+        try:
+            for role, sql in calls:
+                with connect(pg, adb, R[role]) as b:
+                    b.execute("SET lock_timeout = '3s'")
+                    b.execute(sql).fetchall()
+        finally:
+            a.rollback()
+            with pg.admin(adb) as s:
+                s.execute("UPDATE rag.tenant SET gate = '{}' WHERE tenant = 'bravo'")
