@@ -180,10 +180,31 @@ def _post(url: str, headers: dict, body: dict, timeout_s: float, holder: dict) -
         holder["done"] = True
 
 
+def body_message(body: str) -> str:
+    """What a reply that is no chat completion says, for the evidence: the message of an OpenAI-style JSON
+    error ({"error": {"message": ...}}, {"error": "..."} or {"message": "..."}), at most 300 characters; of
+    any other body only its size. A generator's URL is an administrator's choice, and echoing any body let
+    it read the first 300 characters of whatever a service on the database server's network answers to a
+    POST (security round 5)."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    message = None
+    if isinstance(doc, dict):
+        error = doc.get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        if not isinstance(message, str):
+            message = doc.get("message")
+    if isinstance(message, str):
+        return " ".join(message.split())[:300]
+    return f"a body of {len(body.encode('utf-8', 'replace'))} bytes that is no JSON error message"
+
+
 def parse_completion(status: int, body: str) -> dict[str, Any]:
     """The outcome of an HTTP exchange: the message content of a chat completion, or why there is none."""
     if status >= 400:
-        return {"ok": False, "http_status": status, "error": f"HTTP {status}: {' '.join(body.split())[:300]}"}
+        return {"ok": False, "http_status": status, "error": f"HTTP {status}: {body_message(body)}"}
     try:
         doc = json.loads(body)
         choice = doc["choices"][0]
@@ -192,7 +213,7 @@ def parse_completion(status: int, body: str) -> dict[str, Any]:
         return {
             "ok": False,
             "http_status": status,
-            "error": f"the reply is not a chat completion: {' '.join(body.split())[:300]}",
+            "error": f"the reply is not a chat completion: {body_message(body)}",
         }
     content = message.get("content") if isinstance(message, dict) else None
     out: dict[str, Any] = {

@@ -200,7 +200,7 @@ def test_a_cancel_ends_the_wait(server):
 
 
 def test_http_errors_and_refused_connections_are_unavailable(server):
-    server.reply = (500, "internal error", 0)
+    server.reply = (500, '{"error": {"message": "internal error"}}', 0)
     out = call(server)
     assert out == {
         "ok": False,
@@ -226,3 +226,20 @@ def test_minilm_similarity_takes_the_best_quote_or_all_joined():
     assert scores[0] == pytest.approx(1.0)
     assert scores[1] == pytest.approx(1.0)  # "a b" against the quotes joined
     assert scores[2] == 0.0 and scores[3] is None and scores[4] is None
+
+
+def test_errors_quote_a_json_error_message_but_no_other_body():
+    """A generator's URL may name any service the server reaches: only an OpenAI-style error message is quoted
+    into the evidence, never another body (an internal service's answer to a POST)."""
+    secret = "<html>internal admin page: token=abc123</html>"
+    assert generate.parse_completion(404, secret)["error"] == (
+        f"HTTP 404: a body of {len(secret)} bytes that is no JSON error message"
+    )
+    assert "abc123" not in generate.parse_completion(200, secret)["error"]
+    assert "abc123" not in generate.parse_completion(200, json.dumps({"token": "abc123"}))["error"]
+    msg = json.dumps({"error": {"message": "model  'x' not\nfound", "type": "invalid_request_error"}})
+    assert generate.parse_completion(404, msg)["error"] == "HTTP 404: model 'x' not found"
+    assert (
+        generate.parse_completion(500, json.dumps({"error": "overloaded"}))["error"] == "HTTP 500: overloaded"
+    )
+    assert generate.parse_completion(400, json.dumps({"message": "bad"}))["error"] == "HTTP 400: bad"
