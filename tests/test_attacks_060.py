@@ -11,6 +11,7 @@ in pgcite_udfs: run where the database's venv holds this checkout's (make setup,
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
@@ -371,3 +372,28 @@ def test_an_open_transaction_of_one_tenant_holds_up_no_other_tenant(pg, adb):
             a.rollback()
             with pg.admin(adb) as s:
                 s.execute("UPDATE rag.tenant SET gate = '{}' WHERE tenant = 'bravo'")
+
+
+def test_what_citations_repeat_is_bounded_per_field(pg, adb):
+    """A citation carries its chunk's title and anchor and its document's source URL, into the answer, the
+    generation prompt and the append-only log of every ask that cites it. A writer's 5 MB source URL (within
+    max_document_bytes) made each such ask return and log 5 MB. Now a source URL over 8,192 characters, a
+    chunk title or anchor over 4,096 or a section path over 8,192 is 54000, and nothing is stored."""
+    doc = "# Vacuum schedule\n\nThe alpha team vacuums its tables every night at two o'clock.\n"
+    vec = [0.05] * 384
+    with connect(pg, adb, R["writer"]) as c:
+        docs = c.execute("SELECT count(*) FROM rag.document").fetchone()[0]
+        sql = "SELECT * FROM rag.ingest('alpha', 'long-url.md', %s, source_url => %s)"
+        assert fails(c, sql, (doc, "https://example.org/" + "u" * 9000)) == "54000"
+        items = [{"title": "T" * 5000, "content": "Vacuum runs at night.", "embedding": vec}]
+        sql = "SELECT * FROM rag.store_document('alpha', 'long-title.md', %s::jsonb)"
+        assert fails(c, sql, (json.dumps(items),)) == "54000"
+        assert c.execute("SELECT count(*) FROM rag.document").fetchone()[0] == docs
+        # long but reasonable values are stored as before
+        url = "https://example.org/" + "u" * 2000
+        row = c.execute(
+            "SELECT status FROM rag.ingest('alpha', 'long-url.md', %s, source_url => %s)", (doc, url)
+        )
+        assert row.fetchone()[0] == "inserted"
+        items[0]["title"] = "T" * 600
+        assert c.execute(sql, (json.dumps(items),)).fetchone()[2] == "inserted"

@@ -178,6 +178,20 @@ BEGIN
             SELECT sum(coalesce(pg_catalog.octet_length(c.title), 0) + coalesce(pg_catalog.octet_length(c.anchor), 0)
                 + coalesce(pg_catalog.octet_length(c.section_path), 0))
             FROM pg_catalog.unnest(p_chunks) AS c), 0));
+    -- what every citation of the document repeats into the answer, the generation prompt and the append-only log
+    -- of every ask that cites it, bounded per field: a writer's 5 MB source URL was copied into each such ask's
+    -- citations (security round 5). rag.ingest's chunker keeps titles to 512 characters and anchors to 256.
+    IF pg_catalog.length(p_source_url) > 8192 OR EXISTS (
+        SELECT FROM pg_catalog.unnest(p_chunks) AS c
+        WHERE pg_catalog.length(c.title) > 4096 OR pg_catalog.length(c.anchor) > 4096
+            OR pg_catalog.length(c.section_path) > 8192
+    ) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('document "%s" has a source URL over 8192 characters, or a chunk title or '
+                'anchor over 4096 or a section path over 8192', p_doc_key),
+            HINT = 'Citations repeat these in every answer and log entry: shorten them.';
+    END IF;
     IF p_model IS DISTINCT FROM rag.model_name() OR pg_catalog.octet_length(p_hash) IS DISTINCT FROM 32
         OR coalesce(p_empty_sections, 0) < 0
         OR EXISTS (SELECT FROM pg_catalog.unnest(p_chunks) AS c WHERE c.token_count < 0) THEN
