@@ -1459,23 +1459,39 @@ ANSWER_HAS.update(
         "idx-030": ["only the b-tree, gist, gin, and brin index types support"],
         "idx-031": ["different pages_per_range storage parameter"],
         "idx-032": ["are blocked until the index build is finished", "allows reads (select statements)"],
-        "idx-033": ["adds overhead to data manipulation operations", "prevent the creation of heap-only tuples"],
+        "idx-033": [
+            "adds overhead to data manipulation operations",
+            "prevent the creation of heap-only tuples",
+        ],
         "idx-034": ["USING HASH"],
         "idx-035": ["only b-tree can produce sorted output"],
-        "idx-036": ["the first n rows can be retrieved directly", "explicit sort will have to process all the data"],
+        "idx-036": [
+            "the first n rows can be retrieved directly",
+            "explicit sort will have to process all the data",
+        ],
         "idx-037": ["only if the pattern starts with non-alphabetic characters"],
         "idx-038": ["\\dAc"],
-        "idx-039": ["you do not need the xxx_pattern_ops", "usable for pattern-matching queries in the c locale"],
+        "idx-039": [
+            "you do not need the xxx_pattern_ops",
+            "usable for pattern-matching queries in the c locale",
+        ],
         "idx-040": ["visited in physical order", "any ordering of the original indexes is lost"],
         "idx-041": ["inverted indexes", "contain multiple component values"],
-        "fts-028": ["setweight(to_tsvector('pg_catalog.english', coalesce(new.title,'')), 'A')",
-                    "necessary to write a custom trigger"],
-        "fts-029": ["not be affected by changes to default_text_search_config",
-                    "search results changing after a dump and restore"],
+        "fts-028": [
+            "setweight(to_tsvector('pg_catalog.english', coalesce(new.title,'')), 'A')",
+            "necessary to write a custom trigger",
+        ],
+        "fts-029": [
+            "not be affected by changes to default_text_search_config",
+            "search results changing after a dump and restore",
+        ],
         "fts-030": ["null values will be skipped"],
         "fts-031": ["use different configurations to parse different sections"],
-        "fts-032": ["lacks any position or weight information", "relevance ranking does not work as well",
-                    "will never match stripped input"],
+        "fts-032": [
+            "lacks any position or weight information",
+            "relevance ranking does not work as well",
+            "will never match stripped input",
+        ],
         "fts-033": ["ts_token_type"],
         "fts-034": ["placed at the end of the dictionary list", "recognizes everything"],
         "fts-035": ["tsearch_data/mythesaurus.ths"],
@@ -1499,22 +1515,33 @@ ANSWER_HAS.update(
         "mnt-040": ["requires an xid and will therefore fail"],
         "mnt-041": ["fail to process system catalogs"],
         "mnt-042": ["0.95 * autovacuum_freeze_max_age"],
-        "bak-033": ["pick the right wal segment files", "cheap and appropriate to keep them around indefinitely"],
+        "bak-033": [
+            "pick the right wal segment files",
+            "cheap and appropriate to keep them around indefinitely",
+        ],
         "bak-034": ["cannot recover into timelines that branched off earlier than the base backup"],
         "bak-035": ["normal recovery will end with a", "this is not an error condition"],
         "bak-036": ["date/time, named restore point or by completion of a specific transaction id"],
-        "bak-037": ["cannot use a base backup to recover to a time when that backup was in progress",
-                    "must be after the ending time of the base backup"],
+        "bak-037": [
+            "cannot use a base backup to recover to a time when that backup was in progress",
+            "must be after the ending time of the base backup",
+        ],
         "bak-038": ["restart almost from where it failed", "recovery can simply be restarted"],
         "bak-039": ["full_page_writes is effectively forced on during backup mode"],
-        "bak-040": ["how much storage you want to expend on archived wal", "how long you are prepared to spend recovering"],
+        "bak-040": [
+            "how much storage you want to expend on archived wal",
+            "how long you are prepared to spend recovering",
+        ],
         "bak-041": ["wait for the next regularly scheduled checkpoint", "request an immediate checkpoint"],
-        "bak-042": ["must be maintained until the end of the backup", "the backup will be automatically aborted"],
+        "bak-042": [
+            "must be maintained until the end of the backup",
+            "the backup will be automatically aborted",
+        ],
         "bak-043": ["tar or cpio"],
         "bak-044": ["psql -x -f dumpfile postgres"],
         "bak-045": ["snapshots of different databases are not synchronized"],
         "bak-046": ["pg_restore -d dbname filename", "must be restored with pg_restore"],
-        "bak-047": ["only supported for the \"directory\" archive format", "-F d -f out.dir"],
+        "bak-047": ['only supported for the "directory" archive format', "-F d -f out.dir"],
         "bak-048": ["increasing the checkpoint interval parameters"],
     }
 )
@@ -1942,7 +1969,8 @@ def main():
     offtopic = [(f"off-{i:03d}", O, text, []) for i, text in enumerate(OFFTOPIC, start=1)]
     start = len(OFFTOPIC) + 1
     offtopic_calibration = [
-        record(f"off-{i:03d}", O, text, [], "calibration") for i, text in enumerate(OFFTOPIC_CALIBRATION, start=start)
+        record(f"off-{i:03d}", O, text, [], "calibration")
+        for i, text in enumerate(OFFTOPIC_CALIBRATION, start=start)
     ]
     write(os.path.join(HERE, "offtopic.jsonl"), assign_splits(offtopic) + offtopic_calibration)
 
