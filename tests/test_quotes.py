@@ -827,3 +827,39 @@ def test_span_score_reads_its_neighbours_embeddings(conn):
         assert s["score"] == pytest.approx(expect, abs=1e-4)
         # the neighbours change the score: it is not the sentence's own similarity and overlap
         assert abs(s["score"] - (s["sim"] + 0.25 * s["overlap"])) > 1e-4
+
+
+# Round 4: the overlap part of span scores reads the typo-corrected question, as the lexical path's query does.
+VAULTS = """# Vault keeping
+
+Glimmets are kept in the red vault.
+
+Zorbles are kept in the blue vault.
+
+# Vault hours
+
+The vault keeper opens the doors at nine.
+"""
+
+
+def test_typo_question_overlap_reads_the_corrected_words(conn):
+    """PL/Python path: with the question embedded as the mean of the two vault sentences (equal similarity to
+    both), only the overlap tells them apart; "zorbels" corrected to "zorbles" makes the Zorbles sentence
+    the one quoted (as asked, both share only "kept": the tie goes to the first in the document)."""
+    conn.execute("SELECT rag.create_tenant('vaults')")
+    conn.execute("SELECT * FROM rag.ingest('vaults', 'vaults.md', %s, 'markdown')", (VAULTS,))
+    embs = {
+        quote: _vec(e)
+        for quote, e in conn.execute(
+            "SELECT substr(c.content, s.start_pos + 1, s.end_pos - s.start_pos), s.embedding::text"
+            " FROM rag.sentence AS s JOIN rag.chunk AS c USING (chunk_id)"
+            " WHERE c.tenant = 'vaults' AND c.title = 'Vault keeping'"
+        ).fetchall()
+    }
+    mean = [(a + b) / 2 for a, b in zip(*embs.values(), strict=True)]
+    qemb = "[" + ",".join(str(x) for x in mean) + "]"
+    a = ask(conn, "Where are zorbels kept?", tenant="vaults", query_embedding=qemb)
+    assert a["evidence"]["gate"]["corrected_question"] == "where are zorbles kept"
+    assert_verbatim(conn, a)
+    assert a["citations"][0]["quote"] == "Zorbles are kept in the blue vault.", a["answer"]
+    assert not any(c["quote"].startswith("Glimmets") for c in a["citations"])
