@@ -829,7 +829,7 @@ def test_span_score_reads_its_neighbours_embeddings(conn):
         assert abs(s["score"] - (s["sim"] + 0.25 * s["overlap"])) > 1e-4
 
 
-# Round 4: the overlap part of span scores reads the typo-corrected question, as the lexical path's query does.
+# Round 4: the overlap part of span scores reads the typo-corrected question, as the lexical query does.
 VAULTS = """# Vault keeping
 
 Glimmets are kept in the red vault.
