@@ -10,6 +10,8 @@ of this file (chapter by chapter: idx, fts, mnt, bak; for out_of_corpus the
 hard negatives first, then the easy ones) and alternately assigned
 calibration, test, calibration, ...  So each kind alternates within each
 chapter and is split about half/half overall.  tiny.jsonl is all "test".
+DEV_CALIBRATION and OFFTOPIC_CALIBRATION (session 7) are appended after them, all
+"calibration": the test split stays the one earlier rounds scored.
 """
 
 import json
