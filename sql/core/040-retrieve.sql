@@ -249,7 +249,7 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 --   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 25, then ranked by ts_rank_cd
 --   with the whole question; when every lexeme fits, that is every match, exactly as an unbounded leg.
 --   If the rarest lexeme alone is over the budget, the newest p_depth * 25 chunks with both of the two
---   rarest lexemes are ranked.
+--   rarest lexemes are ranked. Their tsvectors are read from rag.chunk_tsv (narrow rows, by primary key).
 -- - titles: the tenant's distinct titles (rag.tenant_title) sharing a lexeme with the question (GIN), each
 --   scored once by word_similarity.
 CREATE OR REPLACE FUNCTION rag._candidates(
@@ -424,16 +424,26 @@ BEGIN
         ) AS s
         WHERE s.tsv @@ q_match
     ),
+    -- each candidate's tsv read from rag.chunk_tsv's narrow rows (not rag.chunk's ~2.9 kB ones) and scored;
+    -- only the candidates scoring at least the p_depth-th best score (ties included) need their tie-break
+    -- keys from rag.chunk
+    fts_scored AS MATERIALIZED (
+        SELECT ct.chunk_id, round(pg_catalog.ts_rank_cd(ct.tsv, q, 1)::numeric, 6)::float8 AS s
+        FROM (SELECT b.chunk_id FROM fts_match AS b ORDER BY b.chunk_id DESC LIMIT fts_budget) AS cand
+        INNER JOIN rag.chunk_tsv AS ct ON ct.chunk_id = cand.chunk_id
+        WHERE ct.tsv @@ q
+    ),
     fts AS (
         SELECT f.chunk_id, f.s,
             pg_catalog.row_number() OVER (ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id)::integer AS r
         FROM (
-            SELECT c.chunk_id, c.doc_key, c.chunk_index,
-                round(pg_catalog.ts_rank_cd(c.tsv, q, 1)::numeric, 6)::float8 AS s
-            FROM (SELECT b.chunk_id FROM fts_match AS b ORDER BY b.chunk_id DESC LIMIT fts_budget) AS cand
-            INNER JOIN rag.chunk AS c ON c.chunk_id = cand.chunk_id
-            WHERE c.tsv @@ q
-            ORDER BY s DESC, c.doc_key, c.chunk_index, c.chunk_id
+            SELECT c.chunk_id, c.doc_key, c.chunk_index, x.s
+            FROM fts_scored AS x
+            INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
+            WHERE x.s >= coalesce((
+                SELECT y.s FROM fts_scored AS y ORDER BY y.s DESC LIMIT 1 OFFSET p_depth - 1
+            ), '-Infinity'::float8)
+            ORDER BY x.s DESC, c.doc_key, c.chunk_index, c.chunk_id
             LIMIT p_depth
         ) AS f
     ),
