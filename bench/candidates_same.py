@@ -4,7 +4,8 @@
 
 Creates rag._candidates of each 040-retrieve.sql file as pg_temp._cand_a / pg_temp._cand_b (session only) and
 compares every row and column they return (k 8's depth 40, each question corrected first, its stored
-embedding) for every question of pgcite_bench.question, calling them alternately; prints the differing questions
+embedding) for every question of pgcite_bench.question, calling them alternately; prints the differing
+questions
 and the p50 / p95 of each per class.
 """
 
@@ -27,7 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def candidates_source(path: str, name: str) -> str:
     src = Path(path).read_text()
-    f = src[src.index("CREATE OR REPLACE FUNCTION rag._candidates(") : src.index("COMMENT ON FUNCTION rag._candidates(")]
+    f = src[
+        src.index("CREATE OR REPLACE FUNCTION rag._candidates(") : src.index(
+            "COMMENT ON FUNCTION rag._candidates("
+        )
+    ]
     return f.replace("rag._candidates(", f"pg_temp.{name}(", 1)
 
 
@@ -41,17 +46,22 @@ def main() -> None:
     c.execute(candidates_source(args.old, "_cand_a"))
     c.execute(candidates_source(args.new, "_cand_b"))
     params = c.execute("SELECT rag._params()::text").fetchone()[0]
-    qs = c.execute("SELECT id, class, tenant, question, qemb::text FROM pgcite_bench.question ORDER BY id").fetchall()
+    qs = c.execute(
+        "SELECT id, class, tenant, question, qemb::text FROM pgcite_bench.question ORDER BY id"
+    ).fetchall()
     ms: dict[tuple[str, str], list[float]] = {}
     differ = []
     for rnd in range(args.rounds):
         for qid, cls, tenant, question, qemb in qs:
-            corr = c.execute("SELECT rag._correct_question(%s, %s, %s::jsonb)", (tenant, question, params)).fetchone()[0]
+            corr = c.execute(
+                "SELECT rag._correct_question(%s, %s, %s::jsonb)", (tenant, question, params)
+            ).fetchone()[0]
             got = {}
             for name in ("_cand_a", "_cand_b") if qid % 2 else ("_cand_b", "_cand_a"):
                 t0 = time.perf_counter()
                 got[name] = c.execute(
-                    f"SELECT * FROM pg_temp.{name}(%s, %s, %s::vector, 40, %s::jsonb)", (tenant, corr, qemb, params)
+                    f"SELECT * FROM pg_temp.{name}(%s, %s, %s::vector, 40, %s::jsonb)",
+                    (tenant, corr, qemb, params),
                 ).fetchall()
                 if rnd:
                     ms.setdefault((cls, name), []).append((time.perf_counter() - t0) * 1000)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -37,13 +36,22 @@ def _lap(name: str) -> str:
 
 def probe_source(src: str) -> str:
     """The probe copy of rag._candidates (see the module docstring)."""
-    f = src[src.index("CREATE OR REPLACE FUNCTION rag._candidates(") : src.index("COMMENT ON FUNCTION rag._candidates(")]
+    f = src[
+        src.index("CREATE OR REPLACE FUNCTION rag._candidates(") : src.index(
+            "COMMENT ON FUNCTION rag._candidates("
+        )
+    ]
     f = f.replace("rag._candidates(", "pg_temp._candidates_probe(", 1)
-    f = f[: f.index("RETURNS TABLE (")] + "RETURNS TABLE (stage text, ms float8)\n" + f[f.index("LANGUAGE plpgsql") :]
+    f = (
+        f[: f.index("RETURNS TABLE (")]
+        + "RETURNS TABLE (stage text, ms float8)\n"
+        + f[f.index("LANGUAGE plpgsql") :]
+    )
     decl_end = f.index("\nBEGIN\n")
     f = (
         f[:decl_end]
-        + "\n    t0 timestamptz := clock_timestamp();\n    t1 timestamptz := clock_timestamp();\n    nn bigint;"
+        + "\n    t0 timestamptz := clock_timestamp();"
+        + "\n    t1 timestamptz := clock_timestamp();\n    nn bigint;"
         + "\nBEGIN\n"
         + _lap("setup")
         + f[decl_end + len("\nBEGIN\n") :]
@@ -66,7 +74,9 @@ def probe_source(src: str) -> str:
         ("fts_rank", fuse[:title_start].rstrip().rstrip(",") + "\n    SELECT * FROM fts"),
         (
             "title",
-            "    WITH " + fuse[title_start:fused_start].split("\n", 1)[1].rstrip().rstrip(",") + "\n    SELECT * FROM trgm",
+            "    WITH "
+            + fuse[title_start:fused_start].split("\n", 1)[1].rstrip().rstrip(",")
+            + "\n    SELECT * FROM trgm",
         ),
     ]
     body = _lap("fts_cand")
@@ -90,7 +100,9 @@ def main() -> None:
     dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
     src = Path(args.sql).read_text()
     owner = psycopg.connect(corpus.db_dsn(dbname), autocommit=True)
-    reader = psycopg.connect(psycopg.conninfo.make_conninfo(corpus.db_dsn(dbname), user=corpus.READER), autocommit=True)
+    reader = psycopg.connect(
+        psycopg.conninfo.make_conninfo(corpus.db_dsn(dbname), user=corpus.READER), autocommit=True
+    )
     owner.execute(probe_source(src))
     params = owner.execute("SELECT rag._params()::text").fetchone()[0]
     qs = owner.execute(
@@ -102,7 +114,9 @@ def main() -> None:
     for rnd in range(args.rounds):
         for cls, tenant, question, qemb in qs:
             t0 = time.perf_counter()
-            reader.execute("SELECT count(*) FROM rag.retrieve(%s, %s, 8, %s::vector)", (question, tenant, qemb))
+            reader.execute(
+                "SELECT count(*) FROM rag.retrieve(%s, %s, 8, %s::vector)", (question, tenant, qemb)
+            )
             whole = (time.perf_counter() - t0) * 1000
             t0 = time.perf_counter()
             corrected = owner.execute(
@@ -120,7 +134,10 @@ def main() -> None:
             for stage, v in rows:
                 ms.setdefault((cls, stage), []).append(v)
     for (cls, stage), v in sorted(ms.items(), key=lambda kv: (kv[0][0], list(ms).index(kv[0]))):
-        print(f"{args.label}{cls:<8} {stage:<28} p50 {pct(v, 0.5):7.2f}  p95 {pct(v, 0.95):7.2f}  max {max(v):7.2f} ms")
+        print(
+            f"{args.label}{cls:<8} {stage:<28} p50 {pct(v, 0.5):7.2f}  p95 {pct(v, 0.95):7.2f}"
+            f"  max {max(v):7.2f} ms"
+        )
 
 
 if __name__ == "__main__":

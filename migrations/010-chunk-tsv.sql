@@ -18,6 +18,9 @@ ALTER TABLE rag.chunk_tsv OWNER TO pgcite_owner;
 
 -- the live chunks of an existing installation (an upgrade from 0.5.0); empty on a fresh install
 INSERT INTO rag.chunk_tsv (chunk_id, tsv)
-SELECT c.chunk_id, c.tsv FROM rag.chunk AS c
+SELECT
+    c.chunk_id,
+    c.tsv
+FROM rag.chunk AS c
 WHERE c.retired_at IS NULL
 ORDER BY c.chunk_id;

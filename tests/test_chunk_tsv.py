@@ -11,7 +11,6 @@ import uuid
 
 import psycopg
 import pytest
-
 from conftest import CHAPTERS_TENANT, fails
 
 
@@ -25,12 +24,15 @@ def side(conn, tenant: str) -> list:
 
 def live(conn, tenant: str) -> list:
     return conn.execute(
-        "SELECT chunk_id, tsv::text FROM rag.chunk WHERE tenant = %s AND retired_at IS NULL ORDER BY 1", (tenant,)
+        "SELECT chunk_id, tsv::text FROM rag.chunk WHERE tenant = %s AND retired_at IS NULL ORDER BY 1",
+        (tenant,),
     ).fetchall()
 
 
 def doc(n: int, word: str) -> str:
-    return "\n\n".join(f"# {word.title()} part {i}\n\nNotes on {word} number {i} and the checkpoint." for i in range(n))
+    return "\n\n".join(
+        f"# {word.title()} part {i}\n\nNotes on {word} number {i} and the checkpoint." for i in range(n)
+    )
 
 
 @pytest.fixture
@@ -63,9 +65,13 @@ def test_chunk_tsv_follows_ingest_new_version_and_delete_by_a_tenant_writer(pg, 
         w.execute("SELECT rag.delete_document(%s, 'b.md')", (tenant,))
         got = side(a, tenant)
         assert got == live(a, tenant) and len(got) == 2
-        assert a.execute(
-            "SELECT count(*) FROM rag.chunk_tsv AS t JOIN rag.chunk AS c USING (chunk_id) WHERE c.retired_at IS NOT NULL"
-        ).fetchone()[0] == 0
+        assert (
+            a.execute(
+                "SELECT count(*) FROM rag.chunk_tsv AS t JOIN rag.chunk AS c USING (chunk_id) "
+                "WHERE c.retired_at IS NOT NULL"
+            ).fetchone()[0]
+            == 0
+        )
         # the rebuild (after a bulk load that bypassed the triggers) makes the same rows
         a.execute("BEGIN")
         a.execute("DELETE FROM rag.chunk_tsv")
@@ -106,7 +112,8 @@ def test_full_text_leg_ranks_as_rag_chunk_tsv_would(conn, chapters):
             "SELECT rag._correct_question(%s, %s, rag._params())", (CHAPTERS_TENANT, q)
         ).fetchone()[0]
         df = conn.execute(
-            "SELECT coalesce(sum(s.live_chunks), 0) FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS l "
+            "SELECT coalesce(sum(s.live_chunks), 0) "
+            "FROM unnest(tsvector_to_array(to_tsvector('english', %s))) AS l "
             "JOIN rag.tenant_lexeme AS s ON s.tenant = %s AND s.lexeme = l",
             (corrected, CHAPTERS_TENANT),
         ).fetchone()[0]
@@ -114,7 +121,8 @@ def test_full_text_leg_ranks_as_rag_chunk_tsv_would(conn, chapters):
             continue
         leg = conn.execute(leg_sql, (CHAPTERS_TENANT, corrected, corrected)).fetchall()
         ref = conn.execute(
-            "SELECT c.chunk_id, round(ts_rank_cd(c.tsv, rag._fts_query(c.ts_config, %s), 1)::numeric, 6)::float8 "
+            "SELECT c.chunk_id, "
+            "round(ts_rank_cd(c.tsv, rag._fts_query(c.ts_config, %s), 1)::numeric, 6)::float8 "
             "FROM rag.chunk AS c WHERE c.tenant = %s AND c.retired_at IS NULL "
             "AND c.tsv @@ rag._fts_query(c.ts_config, %s) "
             "ORDER BY 2 DESC, c.doc_key, c.chunk_index, c.chunk_id LIMIT 40",
@@ -122,10 +130,13 @@ def test_full_text_leg_ranks_as_rag_chunk_tsv_would(conn, chapters):
         ).fetchall()
         assert leg == ref and len(leg) > 0, q
         compared += 1
-        # the leg reads the side table: the best chunk's narrow row emptied of the question's words, it drops out
+        # the leg reads the side table: the best chunk's narrow row emptied of the question's words, it
+        # drops out
         best = leg[0][0]
         conn.execute("SAVEPOINT s")
         conn.execute("UPDATE rag.chunk_tsv SET tsv = 'zzzunrelated'::tsvector WHERE chunk_id = %s", (best,))
-        assert best not in [cid for cid, _ in conn.execute(leg_sql, (CHAPTERS_TENANT, corrected, corrected))], q
+        assert best not in [
+            cid for cid, _ in conn.execute(leg_sql, (CHAPTERS_TENANT, corrected, corrected))
+        ], q
         conn.execute("ROLLBACK TO SAVEPOINT s")
     assert compared >= 2
