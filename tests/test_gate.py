@@ -116,6 +116,13 @@ def test_foreign_names_and_word_forms(pg, gate_db):
         # letters only, at least three: snake_case names and short tokens are the other signals' concern
         assert foreign("Does qx_vex or qx work?") == []
         forms = c.execute("SELECT rag._word_forms(ARRAY['drawbacks', 'stopped'])").fetchone()[0]
+        # bounded for every caller: the question's length (54000), the words looked into
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+            c.execute("SELECT rag._foreign_names(%s, 'english', %s, '')", (TENANT, "quorvex " * 501))
+        many = c.execute(
+            "SELECT rag._word_forms(array_fill('quorvex'::text, ARRAY[100000]) || 'drawbacks'::text)"
+        )
+        assert list(many.fetchone()[0]) == ["quorvex"]
     assert ["draw", "backs"] in forms["drawbacks"] and ["drawback"] in forms["drawbacks"]
     assert ["stop"] in forms["stopped"]
 

@@ -223,13 +223,17 @@ AS $fn$
 DECLARE
     -- the same bound as spelling correction's: at most 16 distinct candidate words per question
     max_words constant integer := 16;
-    fixed text [] := pg_catalog.regexp_split_to_array(coalesce(p_corrected, ''), '\s+');
+    -- 54000 over 4000 characters, for every caller (rag.ask checks it before); the corrected question is only
+    -- looked into for the question's words, so its first 8000 characters suffice (a correction adds at most two
+    -- letters to a word of four or more)
+    has_question boolean := rag._check_question(p_question, 1);
+    fixed text [] := pg_catalog.regexp_split_to_array(pg_catalog.left(coalesce(p_corrected, ''), 8000), '\s+');
     unknown text [];
     forms jsonb;
     common text [];
     out_names text [];
 BEGIN
-    IF pg_catalog.to_regprocedure('rag._common_words(text[])') IS NULL THEN
+    IF NOT has_question OR pg_catalog.to_regprocedure('rag._common_words(text[])') IS NULL THEN
         RETURN '{}';
     END IF;
     SELECT pg_catalog.array_agg(f.word ORDER BY f.n)
@@ -290,11 +294,11 @@ COMMENT ON FUNCTION rag._foreign_names(text, regconfig, text, text) IS
 'and that are no common English word nor a form of one (rag._common_words; empty without pgcite_python), for the '
 'gate''s names signal.';
 
--- The forms under which a word may be a common English word, for rag._foreign_names: {word: [entry, ...]}, each
--- entry a list of words that must all be common: the word itself; without an inflection or derivation suffix
--- (-s, -es, -ed, -ing, -ly, -er, -able, -ment, ... leaving at least 3 letters; also with a final "e" restored
--- and a doubled consonant undone: "stopped", "moved"); without a prefix (un-, dis-, re-, non-, ... leaving at
--- least 4 letters), as it is or without a suffix; and split in two words of at least 3 letters each.
+-- The forms under which a word may be a common English word, for rag._foreign_names: {word: [entry, ...]} of the
+-- first 16 words, each entry a list of words that must all be common: the word itself; without an inflection or
+-- derivation suffix (-s, -es, -ed, -ing, -ly, -er, -able, -ment, ... leaving at least 3 letters; also with a final
+-- "e" restored and a doubled consonant undone: "stopped", "moved"); without a prefix (un-, dis-, re-, non-, ...
+-- leaving at least 4 letters), as it is or without a suffix; and split in two words of at least 3 letters each.
 CREATE OR REPLACE FUNCTION rag._word_forms(p_words text[])
 RETURNS jsonb
 LANGUAGE sql
@@ -303,7 +307,8 @@ PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
     WITH w AS (
-        SELECT DISTINCT u.word FROM pg_catalog.unnest(p_words) AS u (word)
+        -- at most 16 words (rag._foreign_names' bound), of at most 40 letters
+        SELECT DISTINCT u.word FROM pg_catalog.unnest(p_words[1:16]) AS u (word)
         WHERE u.word ~ '^[a-z]{1,40}$'
     ),
     suffixes AS (
