@@ -43,11 +43,12 @@ BEGIN
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
         ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats', '_correct_question',
-            '_common_words') THEN
+            '_common_words', '_foreign_names', '_word_forms') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
             -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
-            -- (called directly, a reader chose its length and the size of _common_words' array)
+            -- (called directly, a reader chose its length and the size of _common_words' array); the gate's
+            -- foreign names, which call _common_words, likewise only from rag._answer inside those entry points
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             -- readers: what row level security and rag.embed run as the reader;
