@@ -158,7 +158,8 @@ def test_core_path_has_no_vocabulary_and_no_foreign_names(pg):
 
 def test_foreign_names_need_no_rights_the_reader_lacks(pg, gate_db):
     """The reader cannot call the vocabulary itself (rag._common_words is pgcite_owner's), nor the gate's
-    foreign names and word forms that read it: only rag.ask uses them, inside its SECURITY DEFINER entry point."""
+    foreign names and word forms that read it: only rag.ask uses them, inside its SECURITY DEFINER entry
+    point."""
     for call in (
         "SELECT rag._common_words(ARRAY['quorvex'])",
         f"SELECT rag._foreign_names('{TENANT}', 'english', 'quorvex', 'quorvex')",
