@@ -6,7 +6,8 @@
    $DATABASE_URL, else on a private cluster under /var/tmp/pgcite-bench-quotes (started if needed), with
    pgcite and pgcite_python as installed (`make install` first).
 2. Tenant `pgdocs`: the 33 files of eval/pgdocs-corpus.txt from Debian's manual (as tests/test_manual.py).
-3. `rag.calibrate` on the calibration split of eval/pgdocs-dev.jsonl (what `pgcite calibrate` does).
+3. `rag.calibrate` on the calibration split of eval/pgdocs-dev.jsonl (what `pgcite calibrate` does); with
+   --calibrate-offtopic on that of eval/offtopic.jsonl too.
 4. `pgcite eval`'s scoring on the calibration and test splits of eval/pgdocs-dev.jsonl and
    eval/offtopic.jsonl; one table, and with --out each run's per-question results as JSON (misses: the
    answer given next to answer_has).
@@ -168,6 +169,11 @@ def main() -> int:
     ap.add_argument(
         "--core", action="store_true", help="also the core-only lexical path (dev set, gate open)"
     )
+    ap.add_argument(
+        "--calibrate-offtopic",
+        action="store_true",
+        help="rag.calibrate also on eval/offtopic.jsonl's calibration split (default: the dev set's only)",
+    )
     args = ap.parse_args()
 
     admin = server_dsn(args)
@@ -181,6 +187,8 @@ def main() -> int:
         Client(dsn) as client,
     ):
         calib = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", "calibration")
+        if args.calibrate_offtopic:
+            calib += load_questions(ROOT / "eval" / "offtopic.jsonl", "calibration")
         client.calibrate(TENANT, [q.for_calibrate() for q in calib])
         min_score = client.tenant_gate(TENANT).get("min_score")
         options = json.loads(args.options)
@@ -233,7 +241,8 @@ def main() -> int:
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"
 
-    print(f"min_score (calibrated on pgdocs-dev calibration) {float(min_score):.6f}")
+    on = "pgdocs-dev + offtopic" if args.calibrate_offtopic else "pgdocs-dev"
+    print(f"min_score (calibrated on {on} calibration) {float(min_score):.6f}")
     if weights:
         print(f"rag._quote_weights() for this run: {json.dumps(weights)} over the installed values")
     print(

@@ -10,6 +10,8 @@ of this file (chapter by chapter: idx, fts, mnt, bak; for out_of_corpus the
 hard negatives first, then the easy ones) and alternately assigned
 calibration, test, calibration, ...  So each kind alternates within each
 chapter and is split about half/half overall.  tiny.jsonl is all "test".
+DEV_CALIBRATION and OFFTOPIC_CALIBRATION (session 7) are appended after them, all
+"calibration": the test split stays the one earlier rounds scored.
 """
 
 import json
@@ -781,6 +783,275 @@ DEV += [
     ),
 ]
 
+# ---------------- Session 7 (issue #11, round 4): calibration power where the misses are ----------------
+# 57 questions over the same four chapters (53 answerable, 4 typo), written from the sections' own text
+# (answer_has copied from it) before pgcite was run on any of them, in the same mix of forms (what / how /
+# which / why / how many, lists, settings, commands, files). All in the calibration split (DEV_CALIBRATION is
+# not alternated), so the test split stays the one earlier rounds scored.
+DEV_CALIBRATION = [
+    # ---- Chapter 11: Indexes ----
+    ("idx-029", A, "How many columns can one index have?", ["INDEXES-MULTICOLUMN"]),
+    ("idx-030", A, "Which index types support indexes on more than one key column?", ["INDEXES-MULTICOLUMN"]),
+    (
+        "idx-031",
+        A,
+        "Why would I create several BRIN indexes on one table instead of a single multicolumn BRIN index?",
+        ["INDEXES-MULTICOLUMN"],
+    ),
+    (
+        "idx-032",
+        A,
+        "While CREATE INDEX runs on a big table, can other sessions still read it and insert into it?",
+        ["INDEXES-INTRO"],
+    ),
+    ("idx-033", A, "Why is it a bad idea to keep indexes that queries never use?", ["INDEXES-INTRO"]),
+    ("idx-034", A, "How do I create a hash index instead of the default kind?", ["INDEXES-TYPES"]),
+    ("idx-035", A, "Which index types can return rows already sorted for an ORDER BY?", ["INDEXES-ORDERING"]),
+    (
+        "idx-036",
+        A,
+        "Why is an index so much better than sorting for ORDER BY ... LIMIT 10 on a large table?",
+        ["INDEXES-ORDERING"],
+    ),
+    ("idx-037", A, "Can a B-tree index be used for ILIKE searches?", ["INDEXES-TYPES-BTREE"]),
+    (
+        "idx-038",
+        A,
+        "Which psql commands show operator classes, operator families and their operators?",
+        ["INDEXES-OPCLASS"],
+    ),
+    (
+        "idx-039",
+        A,
+        "My database uses the C locale. Do I still need text_pattern_ops for LIKE 'abc%' queries?",
+        ["INDEXES-OPCLASS"],
+    ),
+    (
+        "idx-040",
+        A,
+        "When PostgreSQL combines two indexes with a bitmap, why does an ORDER BY then need a separate sort?",
+        ["INDEXES-BITMAP-SCANS"],
+    ),
+    ("idx-041", T, "wat kind of data is a GIN indx good for?", ["INDEXES-TYPES-GIN"]),
+    # ---- Chapter 12: Full Text Search ----
+    (
+        "fts-028",
+        A,
+        "My trigger keeps a tsvector column up to date. How do I give the title more weight than the body?",
+        ["TEXTSEARCH-UPDATE-TRIGGERS"],
+    ),
+    (
+        "fts-029",
+        A,
+        "Why should a trigger that builds a tsvector name the text search configuration explicitly?",
+        ["TEXTSEARCH-UPDATE-TRIGGERS"],
+    ),
+    (
+        "fts-030",
+        A,
+        "What does tsvector_update_trigger do when one of the text columns is NULL?",
+        ["TEXTSEARCH-UPDATE-TRIGGERS"],
+    ),
+    (
+        "fts-031",
+        A,
+        "What is the advantage of concatenating tsvector values instead of concatenating the text before to_tsvector?",
+        ["TEXTSEARCH-MANIPULATE-TSVECTOR"],
+    ),
+    ("fts-032", A, "What do I lose if I strip a tsvector?", ["TEXTSEARCH-MANIPULATE-TSVECTOR"]),
+    (
+        "fts-033",
+        A,
+        "Which function lists the token types a text search parser recognizes, with their aliases?",
+        ["TEXTSEARCH-PARSER-TESTING"],
+    ),
+    (
+        "fts-034",
+        A,
+        "Where in a configuration's list of dictionaries should a Snowball stemmer go, and why?",
+        ["TEXTSEARCH-SNOWBALL-DICTIONARY"],
+    ),
+    (
+        "fts-035",
+        A,
+        "Where does PostgreSQL look for the file of a thesaurus dictionary defined with DictFile = mythesaurus?",
+        ["TEXTSEARCH-THESAURUS-CONFIG"],
+    ),
+    (
+        "fts-036",
+        A,
+        "How many words long are ts_headline excerpts by default?",
+        ["TEXTSEARCH-HEADLINE"],
+    ),
+    ("fts-037", A, "Why can ts_headline be slow?", ["TEXTSEARCH-HEADLINE"]),
+    (
+        "fts-038",
+        A,
+        "What weights do the ranking functions give to the D, C, B and A labels when I pass none?",
+        ["TEXTSEARCH-RANKING"],
+    ),
+    ("fts-039", A, "How can I scale text search ranks into the range zero to one?", ["TEXTSEARCH-RANKING"]),
+    (
+        "fts-040",
+        A,
+        "What is the largest distance I can give the <N> FOLLOWED BY operator in a tsquery?",
+        ["TEXTSEARCH-LIMITATIONS"],
+    ),
+    (
+        "fts-041",
+        T,
+        "what does ts_rank_cd return if all lexemes of the tsvectr were striped?",
+        ["TEXTSEARCH-RANKING"],
+    ),
+    # ---- Chapter 25: Routine Database Maintenance Tasks ----
+    (
+        "mnt-029",
+        A,
+        "Why is redirecting the server's stderr into a plain file a poor way to keep logs in production?",
+        ["LOGFILE-MAINTENANCE"],
+    ),
+    ("mnt-030", A, "How do I turn on PostgreSQL's built-in log rotation?", ["LOGFILE-MAINTENANCE"]),
+    ("mnt-031", A, "Do the log rotation methods also delete old log files for me?", ["LOGFILE-MAINTENANCE"]),
+    ("mnt-032", A, "What are the drawbacks of sending the server log to syslog?", ["LOGFILE-MAINTENANCE"]),
+    (
+        "mnt-033",
+        A,
+        "Why is a freshly rebuilt B-tree index faster to access than one that has been updated many times?",
+        ["ROUTINE-REINDEX"],
+    ),
+    (
+        "mnt-034",
+        A,
+        "Do autovacuum worker processes count against max_connections?",
+        ["AUTOVACUUM"],
+    ),
+    (
+        "mnt-035",
+        A,
+        "With several databases in the cluster, how often does the autovacuum launcher start a new worker?",
+        ["AUTOVACUUM"],
+    ),
+    (
+        "mnt-036",
+        A,
+        "Can a table that only ever receives inserts be vacuumed by autovacuum, and which settings control when?",
+        ["AUTOVACUUM"],
+    ),
+    (
+        "mnt-037",
+        A,
+        "Will a conflicting lock request interrupt an autovacuum that runs to prevent wraparound?",
+        ["AUTOVACUUM"],
+    ),
+    (
+        "mnt-038",
+        A,
+        "How big can pg_xact get if I set autovacuum_freeze_max_age to its maximum?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    (
+        "mnt-039",
+        A,
+        "How close to wraparound does a database get before the server starts emitting warnings?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    (
+        "mnt-040",
+        A,
+        "Why shouldn't I run VACUUM FULL on a database that refuses commands to avoid wraparound data loss?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    (
+        "mnt-041",
+        T,
+        "why must the vacum that fixes a wraparound warnig be run by a superuser?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    (
+        "mnt-042",
+        A,
+        "What is the highest value vacuum_freeze_table_age can effectively take?",
+        ["VACUUM-FOR-WRAPAROUND"],
+    ),
+    # ---- Chapter 26: Backup and Restore ----
+    (
+        "bak-033",
+        A,
+        "What are timeline history files for, and is it safe to keep them forever?",
+        ["BACKUP-TIMELINES"],
+    ),
+    (
+        "bak-034",
+        A,
+        "Can I recover into a timeline that branched off before my base backup was taken?",
+        ["BACKUP-TIMELINES"],
+    ),
+    (
+        "bak-035",
+        A,
+        "My archive recovery ended with a 'file not found' error from restore_command. Did something go wrong?",
+        ["BACKUP-PITR-RECOVERY"],
+    ),
+    (
+        "bak-036",
+        A,
+        "In which ways can I specify the point where a point-in-time recovery should stop?",
+        ["BACKUP-PITR-RECOVERY"],
+    ),
+    (
+        "bak-037",
+        A,
+        "Can I use a base backup to recover to a moment while that backup was still being taken?",
+        ["BACKUP-PITR-RECOVERY"],
+    ),
+    (
+        "bak-038",
+        A,
+        "What happens if recovery stops halfway because the WAL archive became unreachable?",
+        ["BACKUP-PITR-RECOVERY"],
+    ),
+    (
+        "bak-039",
+        A,
+        "Why might my server get slower while a base backup is running?",
+        ["BACKUP-BASE-BACKUP"],
+    ),
+    ("bak-040", A, "How should I decide how often to take a base backup?", ["BACKUP-BASE-BACKUP"]),
+    (
+        "bak-041",
+        A,
+        "Why does pg_backup_start take so long to return, and how can I make the backup start right away?",
+        ["BACKUP-LOWLEVEL-BASE-BACKUP"],
+    ),
+    (
+        "bak-042",
+        A,
+        "Can I disconnect the session that called pg_backup_start before the backup is finished?",
+        ["BACKUP-LOWLEVEL-BASE-BACKUP"],
+    ),
+    (
+        "bak-043",
+        A,
+        "Which tools should copy the data files during a backup made with pg_backup_start?",
+        ["BACKUP-LOWLEVEL-BASE-BACKUP"],
+    ),
+    ("bak-044", A, "How do I restore a dump made by pg_dumpall?", ["BACKUP-DUMP-ALL"]),
+    (
+        "bak-045",
+        A,
+        "Are all the databases in a pg_dumpall dump taken from one consistent snapshot?",
+        ["BACKUP-DUMP-ALL"],
+    ),
+    ("bak-046", T, "how do i restor a custum format dump made with pg_dump -Fc?", ["BACKUP-DUMP-LARGE"]),
+    ("bak-047", A, "Which archive format does a parallel pg_dump require?", ["BACKUP-DUMP-LARGE"]),
+    (
+        "bak-048",
+        A,
+        "With full_page_writes left on, how can I reduce the number of page snapshots in the WAL I archive?",
+        ["CONTINUOUS-ARCHIVING-CAVEATS"],
+    ),
+]
+
 # Fast-test set over only routine-vacuuming.html and indexes-types.html; all split "test".
 TINY = [
     ("tiny-001", A, "Which comparison operators can a hash index be used with?", ["INDEXES-TYPES-HASH"]),
@@ -1183,6 +1454,100 @@ ANSWER_HAS.update(
     }
 )
 
+ANSWER_HAS.update(
+    {
+        # ---- session 7: DEV_CALIBRATION, copied from the sections before any run ----
+        "idx-029": ["up to 32 columns"],
+        "idx-030": ["only the b-tree, gist, gin, and brin index types support"],
+        "idx-031": ["different pages_per_range storage parameter"],
+        "idx-032": ["are blocked until the index build is finished", "allows reads (select statements)"],
+        "idx-033": [
+            "adds overhead to data manipulation operations",
+            "prevent the creation of heap-only tuples",
+        ],
+        "idx-034": ["USING HASH"],
+        "idx-035": ["only b-tree can produce sorted output"],
+        "idx-036": [
+            "the first n rows can be retrieved directly",
+            "explicit sort will have to process all the data",
+        ],
+        "idx-037": ["only if the pattern starts with non-alphabetic characters"],
+        "idx-038": ["\\dAc"],
+        "idx-039": [
+            "you do not need the xxx_pattern_ops",
+            "usable for pattern-matching queries in the c locale",
+        ],
+        "idx-040": ["visited in physical order", "any ordering of the original indexes is lost"],
+        "idx-041": ["inverted indexes", "contain multiple component values"],
+        "fts-028": [
+            "setweight(to_tsvector('pg_catalog.english', coalesce(new.title,'')), 'A')",
+            "necessary to write a custom trigger",
+        ],
+        "fts-029": [
+            "not be affected by changes to default_text_search_config",
+            "search results changing after a dump and restore",
+        ],
+        "fts-030": ["null values will be skipped"],
+        "fts-031": ["use different configurations to parse different sections"],
+        "fts-032": [
+            "lacks any position or weight information",
+            "relevance ranking does not work as well",
+            "will never match stripped input",
+        ],
+        "fts-033": ["ts_token_type"],
+        "fts-034": ["placed at the end of the dictionary list", "recognizes everything"],
+        "fts-035": ["tsearch_data/mythesaurus.ths"],
+        "fts-036": ["the default values are 35 and 15"],
+        "fts-037": ["uses the original document, not a tsvector summary"],
+        "fts-038": ["{0.1, 0.2, 0.4, 1.0}"],
+        "fts-039": ["normalization option 32", "rank/(rank+1)"],
+        "fts-040": ["16,384"],
+        "fts-041": ["the result will be zero"],
+        "mnt-029": ["only way to truncate the log file is to stop and restart the server"],
+        "mnt-030": ["logging_collector to true"],
+        "mnt-031": ["do not handle deletion of old"],
+        "mnt-032": ["syslog is not very reliable", "truncate or drop messages", "flush each message to disk"],
+        "mnt-033": ["logically adjacent pages are usually also physically adjacent"],
+        "mnt-034": ["does not count towards max_connections"],
+        "mnt-035": ["autovacuum_naptime/n seconds"],
+        "mnt-036": ["insert threshold", "autovacuum_vacuum_insert_threshold"],
+        "mnt-037": ["is not automatically interrupted"],
+        "mnt-038": ["about half a gigabyte"],
+        "mnt-039": ["forty million transactions from the wraparound point"],
+        "mnt-040": ["requires an xid and will therefore fail"],
+        "mnt-041": ["fail to process system catalogs"],
+        "mnt-042": ["0.95 * autovacuum_freeze_max_age"],
+        "bak-033": [
+            "pick the right wal segment files",
+            "cheap and appropriate to keep them around indefinitely",
+        ],
+        "bak-034": ["cannot recover into timelines that branched off earlier than the base backup"],
+        "bak-035": ["normal recovery will end with a", "this is not an error condition"],
+        "bak-036": ["date/time, named restore point or by completion of a specific transaction id"],
+        "bak-037": [
+            "cannot use a base backup to recover to a time when that backup was in progress",
+            "must be after the ending time of the base backup",
+        ],
+        "bak-038": ["restart almost from where it failed", "recovery can simply be restarted"],
+        "bak-039": ["full_page_writes is effectively forced on during backup mode"],
+        "bak-040": [
+            "how much storage you want to expend on archived wal",
+            "how long you are prepared to spend recovering",
+        ],
+        "bak-041": ["wait for the next regularly scheduled checkpoint", "request an immediate checkpoint"],
+        "bak-042": [
+            "must be maintained until the end of the backup",
+            "the backup will be automatically aborted",
+        ],
+        "bak-043": ["tar or cpio"],
+        "bak-044": ["psql -x -f dumpfile postgres"],
+        "bak-045": ["snapshots of different databases are not synchronized"],
+        "bak-046": ["pg_restore -d dbname filename", "must be restored with pg_restore"],
+        "bak-047": ['only supported for the "directory" archive format', "-F d -f out.dir"],
+        "bak-048": ["increasing the checkpoint interval parameters"],
+    }
+)
+
 # offtopic.jsonl: questions the four chapters do not answer, for the gate's false-answer rate on a broad set:
 # short generic questions whose words the chapters use in other senses, other languages' and tools' FAQs, other
 # database products, general knowledge, everyday life. Written without running pgcite on them. All
@@ -1515,6 +1880,64 @@ OFFTOPIC = [
 ]
 
 
+# Session 7 (issue #11, round 4): off-topic questions near the corpus's vocabulary (other databases' and tools'
+# questions that share words with the chapters: logs, indexes, backups, vacuum, dictionaries, statistics, ...),
+# written before pgcite was run on any of them. All in the calibration split (not alternated).
+OFFTOPIC_CALIBRATION = [
+    "How do I rotate the access logs of nginx?",
+    "What is a MySQL storage engine, and how do I change the engine of a table?",
+    "What is a clustered index in SQL Server?",
+    "How does the Elasticsearch standard analyzer tokenize text?",
+    "How do I search text with MATCH ... AGAINST in MySQL?",
+    "What does PRAGMA auto_vacuum do in SQLite?",
+    "How do I take a hot backup of a MySQL InnoDB database with Percona XtraBackup?",
+    "How long does MySQL keep binary logs, and how do I change that?",
+    "Why does the SQL Server transaction log keep growing?",
+    "How do I export a schema with Oracle Data Pump?",
+    "How do I purge old document revisions in CouchDB?",
+    "How do I create a secondary index in Cassandra?",
+    "What is a covering index in MySQL?",
+    "How do I add a custom stop word list to an Elasticsearch analyzer?",
+    "How does Apache Solr rank its search results?",
+    "How do I back up a Redis database with RDB snapshots?",
+    "How does MongoDB reclaim disk space after I delete documents?",
+    "How do I schedule a nightly task with a systemd timer?",
+    "How do I limit the size of Docker container log files?",
+    "How do I configure logrotate to compress old syslog files?",
+    "How do I archive old emails in Outlook?",
+    "How do I restore files from a Time Machine backup on a Mac?",
+    "How do I back up a WordPress site before updating plugins?",
+    "How do I make incremental backups with rsync and hard links?",
+    "How is a B-tree kept balanced when keys are inserted?",
+    "How do I build an inverted index for a small search engine in Python?",
+    "How does Lucene store its inverted index on disk?",
+    "How do I create a synonym for a table in Oracle?",
+    "How do I use the thesaurus in Microsoft Word?",
+    "How do I iterate over the keys and values of a dictionary in Python?",
+    "How do I parse a JSON document in JavaScript?",
+    "How do I highlight the matching terms in Elasticsearch search results?",
+    "How do I change the default collation of a MySQL database?",
+    "How do I see which indexes are never used in MySQL?",
+    "How do I defragment a hard drive on Windows?",
+    "How do I free up disk space on Ubuntu?",
+    "What is the redo log in Oracle?",
+    "How do I take a snapshot of an AWS EBS volume?",
+    "How do I restore an Amazon RDS for MySQL instance to a point in time?",
+    "How do I tune the garbage collector in Go?",
+    "How do I remove unused Docker images and volumes?",
+    "What transaction isolation levels does SQL Server offer?",
+    "How do I detect integer overflow in C?",
+    "How do I count how often each word occurs in a text file with awk?",
+    "How do I update the statistics of a table in SQL Server?",
+    "How do I create a partial index in MongoDB?",
+    "How do I gather optimizer statistics for a table in Oracle?",
+    "How do I split a large file into smaller pieces on Windows?",
+    "How do I compress a directory into a tar.gz archive?",
+    "How do I dump a SQLite database to a SQL text file?",
+    "How do I restore a mysqldump file into a new MySQL database?",
+]
+
+
 def record(qid, kind, question, expect, split):
     r = {"id": qid, "question": question, "expect": expect, "kind": kind, "split": split}
     if qid in ANSWER_HAS:
@@ -1541,11 +1964,17 @@ def write(path, records):
 
 
 def main():
-    write(os.path.join(HERE, "pgdocs-dev.jsonl"), assign_splits(DEV))
+    dev = assign_splits(DEV) + [record(q, k, t, e, "calibration") for q, k, t, e in DEV_CALIBRATION]
+    write(os.path.join(HERE, "pgdocs-dev.jsonl"), dev)
     tiny = [record(q, k, t, e, "test") for q, k, t, e in TINY]
     write(os.path.join(HERE, "tiny.jsonl"), tiny)
     offtopic = [(f"off-{i:03d}", O, text, []) for i, text in enumerate(OFFTOPIC, start=1)]
-    write(os.path.join(HERE, "offtopic.jsonl"), assign_splits(offtopic))
+    start = len(OFFTOPIC) + 1
+    offtopic_calibration = [
+        record(f"off-{i:03d}", O, text, [], "calibration")
+        for i, text in enumerate(OFFTOPIC_CALIBRATION, start=start)
+    ]
+    write(os.path.join(HERE, "offtopic.jsonl"), assign_splits(offtopic) + offtopic_calibration)
 
 
 if __name__ == "__main__":

@@ -337,7 +337,7 @@ def all_stats(c) -> list:
         c.execute(
             f"SELECT coalesce(string_agg(x::text, ',' ORDER BY x::text), '') FROM rag.{t} AS x"
         ).fetchone()[0]
-        for t in ("tenant_stat", "tenant_lexeme", "tenant_title", "word")
+        for t in ("tenant_stat", "tenant_lexeme", "tenant_title", "word", "chunk_tsv")
     ]
 
 
@@ -395,6 +395,7 @@ def test_a_data_only_move_between_install_kinds_keeps_the_statistics(pg, tmp_pat
                 "--exclude-table-data=rag.tenant_lexeme",
                 "--exclude-table-data=rag.tenant_title",
                 "--exclude-table-data=rag.word",
+                "--exclude-table-data=rag.chunk_tsv",
                 "-d",
                 src,
                 "-f",

@@ -694,3 +694,172 @@ def test_lexical_path_definition_term_must_occur_as_a_phrase(pg, core_db):
         assert (
             absent["evidence"]["gate"]["signals"]["score"] < present["evidence"]["gate"]["signals"]["score"]
         )
+
+
+# Round 4: a qualification after a cross-reference. The sentence that answers a question is often qualified by
+# the sentence after next, with a pointer to another section in between ("For ..., see ...").
+SWEEPS = """# Gadget sweeps
+
+A gadget sweep stops when another job asks for a conflicting lock on the gadget shelf. For the list of shelf \
+lock modes, see the gadget lock table. However, a sweep that runs to prevent gadget rust is never stopped.
+
+# Gadget shelves
+
+Gadget shelves are made of oak and hold forty gadgets each.
+"""
+SWEEP_QUESTION = "Does a conflicting lock on the gadget shelf stop a gadget sweep?"
+SWEEP_SPAN = (
+    "A gadget sweep stops when another job asks for a conflicting lock on the gadget shelf. For the list of "
+    "shelf lock modes, see the gadget lock table. However, a sweep that runs to prevent gadget rust is never "
+    "stopped."
+)
+
+
+def sweep_pick(conn, tenant):
+    """rag._choose_quotes over the live sweep paragraph, spans split in SQL, only its first sentence scored
+    well (0.9, the rest 0.1)."""
+    chunk_id, content = conn.execute(
+        "SELECT chunk_id, content FROM rag.chunk"
+        " WHERE tenant = %s AND title = 'Gadget sweeps' AND retired_at IS NULL",
+        (tenant,),
+    ).fetchone()
+    spans = conn.execute("SELECT start_pos, end_pos FROM rag._text_spans(%s) ORDER BY start_pos", (content,))
+    scored = [
+        {
+            "chunk_id": chunk_id,
+            "start": s,
+            "end": e,
+            "score": 0.9 if content[s:e].startswith("A gadget") else 0.1,
+        }
+        for s, e in spans.fetchall()
+    ]
+    picked = conn.execute(
+        "SELECT rag._choose_quotes(%s, %s, %s, %s, 2, 0.08, 0.1)",
+        (SWEEP_QUESTION, SWEEP_QUESTION, [chunk_id], json.dumps(scored)),
+    ).fetchone()[0]
+    for p in picked:
+        assert content[p["start"] : p["end"]] == p["quote"]
+    return [p["quote"] for p in picked]
+
+
+def test_qualification_after_a_cross_reference(conn):
+    """PL/Python path: the best sentence is widened over the pointer ("For ..., see ...") to the "However"
+    sentence after it, one contiguous span at exact offsets; a middle sentence that is no pointer stops it."""
+    conn.execute("SELECT rag.create_tenant('sweeps')")
+    conn.execute("SELECT * FROM rag.ingest('sweeps', 'sweeps.md', %s, 'markdown')", (SWEEPS,))
+    a = ask(conn, SWEEP_QUESTION, tenant="sweeps")
+    assert a["evidence"]["sentence_scoring"] == "minilm"
+    assert_verbatim(conn, a)
+    assert any(c["quote"] == SWEEP_SPAN for c in a["citations"]), a["answer"]
+    assert sweep_pick(conn, "sweeps") == [SWEEP_SPAN]
+    # the same paragraph with a sentence that says something itself in the middle: the first sentence alone
+    conn.execute(
+        "SELECT * FROM rag.ingest('sweeps', 'sweeps.md', %s, 'markdown')",
+        (SWEEPS.replace("For the list of shelf lock modes, see", "Shelf lock modes are listed in"),),
+    )
+    assert sweep_pick(conn, "sweeps") == [
+        "A gadget sweep stops when another job asks for a conflicting lock on the gadget shelf."
+    ]
+
+
+def test_lexical_path_qualification_after_a_cross_reference(pg, core_db):
+    """Core lexical path: the same widening over the pointer, from SQL-split spans scored lexically."""
+    e = [1.0] + [0.0] * 383
+    items = [
+        {"content": s.split("\n", 1)[1].strip(), "embedding": e, "title": s.split("\n", 1)[0].lstrip("# ")}
+        for s in SWEEPS.split("\n# ")
+    ]
+    q = "[" + ",".join(str(x) for x in e) + "]"
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('sw')")
+        c.execute("SELECT * FROM rag.store_document('sw', 'sweeps.md', %s)", (json.dumps(items),))
+        a = ask(c, SWEEP_QUESTION, tenant="sw", query_embedding=q)
+        assert a["evidence"]["sentence_scoring"] == "lexical"
+        assert_verbatim(c, a)
+        assert a["citations"][0]["quote"] == SWEEP_SPAN
+        assert sweep_pick(c, "sw") == [SWEEP_SPAN]
+
+
+# Round 4: a span's score reads the stored embeddings of its neighbours too.
+FERRY = """# Ferry timetable
+
+The ferry leaves the harbour at dawn. It stops at two islands on the way. Tickets are sold on board. \
+The crossing takes four hours in calm weather.
+"""
+
+
+def _vec(text):
+    return [float(x) for x in text.strip("[]").split(",")]
+
+
+def test_span_score_reads_its_neighbours_embeddings(conn):
+    """PL/Python path: each sentence's score is (1 - context) x its own similarity + context x the similarity
+    of the mean of its embedding and its neighbours' in the chunk (stored at ingest) + 0.25 x the overlap,
+    computed here independently from rag.sentence; context is on."""
+    conn.execute("SELECT rag.create_tenant('ferry')")
+    conn.execute("SELECT * FROM rag.ingest('ferry', 'ferry.md', %s, 'markdown')", (FERRY,))
+    (chunk_id,) = conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'ferry'").fetchone()
+    q = "How long does the ferry crossing take?"
+    qemb = _vec(conn.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0])
+    rows = conn.execute(
+        "SELECT start_pos, embedding::text FROM rag.sentence WHERE chunk_id = %s ORDER BY start_pos",
+        (chunk_id,),
+    ).fetchall()
+    assert len(rows) == 4
+    embs = [_vec(e) for _, e in rows]
+    w = conn.execute("SELECT (rag._quote_weights() ->> 'context')::float8").fetchone()[0]
+    assert w > 0
+    scored = conn.execute(
+        "SELECT rag._sentence_scores(%s, rag.embed(%s), %s)", (q, q, [chunk_id])
+    ).fetchone()[0]
+    assert [s["start"] for s in scored] == [r[0] for r in rows]
+
+    def cos(a, b):
+        return sum(x * y for x, y in zip(a, b, strict=True)) / (
+            sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
+        )
+
+    for i, s in enumerate(scored):
+        window = embs[max(i - 1, 0) : i + 2]
+        mean = [sum(col) / len(window) for col in zip(*window, strict=True)]
+        expect = (1 - w) * cos(embs[i], qemb) + w * cos(mean, qemb) + 0.25 * s["overlap"]
+        assert s["sim"] == pytest.approx(cos(embs[i], qemb), abs=1e-4)
+        assert s["score"] == pytest.approx(expect, abs=1e-4)
+        # the neighbours change the score: it is not the sentence's own similarity and overlap
+        assert abs(s["score"] - (s["sim"] + 0.25 * s["overlap"])) > 1e-4
+
+
+# Round 4: the overlap part of span scores reads the typo-corrected question, as the lexical query does.
+VAULTS = """# Vault keeping
+
+Glimmets are kept in the red vault.
+
+Zorbles are kept in the blue vault.
+
+# Vault hours
+
+The vault keeper opens the doors at nine.
+"""
+
+
+def test_typo_question_overlap_reads_the_corrected_words(conn):
+    """PL/Python path: with the question embedded as the mean of the two vault sentences (equal similarity to
+    both), only the overlap tells them apart; "zorbels" corrected to "zorbles" makes the Zorbles sentence
+    the one quoted (as asked, both share only "kept": the tie goes to the first in the document)."""
+    conn.execute("SELECT rag.create_tenant('vaults')")
+    conn.execute("SELECT * FROM rag.ingest('vaults', 'vaults.md', %s, 'markdown')", (VAULTS,))
+    embs = {
+        quote: _vec(e)
+        for quote, e in conn.execute(
+            "SELECT substr(c.content, s.start_pos + 1, s.end_pos - s.start_pos), s.embedding::text"
+            " FROM rag.sentence AS s JOIN rag.chunk AS c USING (chunk_id)"
+            " WHERE c.tenant = 'vaults' AND c.title = 'Vault keeping'"
+        ).fetchall()
+    }
+    mean = [(a + b) / 2 for a, b in zip(*embs.values(), strict=True)]
+    qemb = "[" + ",".join(str(x) for x in mean) + "]"
+    a = ask(conn, "Where are zorbels kept?", tenant="vaults", query_embedding=qemb)
+    assert a["evidence"]["gate"]["corrected_question"] == "where are zorbles kept"
+    assert_verbatim(conn, a)
+    assert a["citations"][0]["quote"] == "Zorbles are kept in the blue vault.", a["answer"]
+    assert not any(c["quote"].startswith("Glimmets") for c in a["citations"])

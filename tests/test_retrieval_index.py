@@ -153,7 +153,7 @@ def test_index_tenants_rejects_a_bad_minimum(conn):
 
 
 def test_full_text_leg_ranks_a_bounded_candidate_set(conn):
-    """Lexemes are taken rarest first while their chunk counts fit the budget (p_depth * 25): under it the
+    """Lexemes are taken rarest first while their chunk counts fit the budget (p_depth * 10): under it the
     leg ranks every match, exactly as an unbounded leg; over it only the matches of the rare lexemes."""
     conn.execute("SELECT rag.create_tenant('fts')")
     body = "\n\n".join(
@@ -166,7 +166,7 @@ def test_full_text_leg_ranks_a_bounded_candidate_set(conn):
         "SELECT x.chunk_id, c.content FROM rag._candidates('fts', %s, rag.embed(%s), %s, rag._params()) AS x "
         "JOIN rag.chunk AS c USING (chunk_id) WHERE x.fts_rank IS NOT NULL ORDER BY x.fts_rank"
     )
-    # depth 40: budget 1000 >= 63 matches of both lexemes, so every match is ranked
+    # depth 40: budget 400 >= 63 matches of both lexemes, so every match is ranked
     full = conn.execute(leg, (q, q, 40)).fetchall()
     unbounded = conn.execute(
         "SELECT chunk_id, content FROM rag.chunk "
@@ -176,15 +176,15 @@ def test_full_text_leg_ranks_a_bounded_candidate_set(conn):
         (q, q),
     ).fetchall()
     assert full == unbounded and len(full) == 40
-    # depth 2: budget 50 < 3 + 60, so only the 3 chunks with the rare lexeme are candidates
+    # depth 2: budget 20 < 3 + 60, so only the 3 chunks with the rare lexeme are candidates
     small = conn.execute(leg, (q, q, 2)).fetchall()
     assert len(small) == 2 and all("wraparound" in content for _, content in small)
-    # no lexeme fits (both in 60 chunks): the rarest one's newest 50 matches are ranked, deterministically
+    # no lexeme fits (both in 60 chunks): the rarest one's newest 20 matches are ranked, deterministically
     runs = {tuple(conn.execute(leg, ("vacuum notes", "vacuum notes", 2)).fetchall()) for _ in range(3)}
     assert len(runs) == 1 and len(next(iter(runs))) == 2
     newest = {
         r[0]
-        for r in conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'fts' ORDER BY 1 DESC LIMIT 50")
+        for r in conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'fts' ORDER BY 1 DESC LIMIT 20")
     }
     assert {cid for cid, _ in next(iter(runs))} <= newest
     # one lexeme, over the budget: its newest matches

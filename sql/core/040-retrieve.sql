@@ -246,10 +246,10 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 --   ingest never switches it (a filtered scan of the table's graph visits about p_depth * 4 / share rows, so
 --   a large tenant with a small share of the table wants its own index).
 -- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
---   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 25, then ranked by ts_rank_cd
+--   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 10, then ranked by ts_rank_cd
 --   with the whole question; when every lexeme fits, that is every match, exactly as an unbounded leg.
---   If the rarest lexeme alone is over the budget, the newest p_depth * 25 chunks with both of the two
---   rarest lexemes are ranked.
+--   If the rarest lexeme alone is over the budget, the newest p_depth * 10 chunks with both of the two
+--   rarest lexemes are ranked. Their tsvectors are read from rag.chunk_tsv (narrow rows, by primary key).
 -- - titles: the tenant's distinct titles (rag.tenant_title) sharing a lexeme with the question (GIN), each
 --   scored once by word_similarity.
 CREATE OR REPLACE FUNCTION rag._candidates(
@@ -282,7 +282,10 @@ DECLARE
     lexemes text [] := pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected));
     q_title tsquery := rag._any_lexeme(lexemes);
     q_match tsquery := q;
-    fts_budget bigint := p_depth::bigint * 25;
+    -- 10 x depth (400 for k <= 10; 25 x until 0.6.0): ts_rank_cd of 1,000 candidates was the largest stage of
+    -- a 1 % tenant's retrieval at 1M chunks; with 400 the dev set's answers, citations and statuses were the
+    -- same (docs/BENCHMARKS.md, 0.6.0)
+    fts_budget bigint := p_depth::bigint * 10;
     rrf_k float8 := (p_params ->> 'rrf_k')::float8;
     w_vec float8 := (p_params ->> 'weight_vector')::float8;
     w_fts float8 := (p_params ->> 'weight_fts')::float8;
@@ -424,16 +427,26 @@ BEGIN
         ) AS s
         WHERE s.tsv @@ q_match
     ),
+    -- each candidate's tsv read from rag.chunk_tsv's narrow rows (not rag.chunk's ~2.9 kB ones) and scored;
+    -- only the candidates scoring at least the p_depth-th best score (ties included) need their tie-break
+    -- keys from rag.chunk
+    fts_scored AS MATERIALIZED (
+        SELECT ct.chunk_id, round(pg_catalog.ts_rank_cd(ct.tsv, q, 1)::numeric, 6)::float8 AS s
+        FROM (SELECT b.chunk_id FROM fts_match AS b ORDER BY b.chunk_id DESC LIMIT fts_budget) AS cand
+        INNER JOIN rag.chunk_tsv AS ct ON ct.chunk_id = cand.chunk_id
+        WHERE ct.tsv @@ q
+    ),
     fts AS (
         SELECT f.chunk_id, f.s,
             pg_catalog.row_number() OVER (ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id)::integer AS r
         FROM (
-            SELECT c.chunk_id, c.doc_key, c.chunk_index,
-                round(pg_catalog.ts_rank_cd(c.tsv, q, 1)::numeric, 6)::float8 AS s
-            FROM (SELECT b.chunk_id FROM fts_match AS b ORDER BY b.chunk_id DESC LIMIT fts_budget) AS cand
-            INNER JOIN rag.chunk AS c ON c.chunk_id = cand.chunk_id
-            WHERE c.tsv @@ q
-            ORDER BY s DESC, c.doc_key, c.chunk_index, c.chunk_id
+            SELECT c.chunk_id, c.doc_key, c.chunk_index, x.s
+            FROM fts_scored AS x
+            INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
+            WHERE x.s >= coalesce((
+                SELECT y.s FROM fts_scored AS y ORDER BY y.s DESC LIMIT 1 OFFSET p_depth - 1
+            ), '-Infinity'::float8)
+            ORDER BY x.s DESC, c.doc_key, c.chunk_index, c.chunk_id
             LIMIT p_depth
         ) AS f
     ),

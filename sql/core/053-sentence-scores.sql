@@ -140,7 +140,11 @@ COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
 
 -- Every sentence span of the given chunks scored against the question: MiniLM cosine
 -- similarity to the question plus 0.25 x the share of the question's content words it contains, each word
--- weighted by how specific it is in the tenant (rag._term_weights with weights.idf). Sentences and
+-- weighted by how specific it is in the tenant (rag._term_weights with weights.idf). With weights.context, that
+-- similarity is (1 - context) x the sentence's own + context x that of the mean embedding of the sentence and
+-- its neighbours in the chunk (the one before and the one after): a sentence that carries on what its neighbours
+-- say about the question's subject ranks above one that only shares its words. sim stays the sentence's own
+-- similarity (the gate reads it). Sentences and
 -- their embeddings come from rag.sentence (stored at ingest); for chunks stored without them,
 -- rag._sentence_vectors (pgcite_python) splits and embeds them now. NULL when a chunk has no stored sentences
 -- and pgcite_python is not installed: the caller then scores lexically.
@@ -156,6 +160,7 @@ DECLARE
     q_terms text[] := rag._content_terms(p_question);
     -- rag._quote_weights is defined in 056-quote-forms.sql, after this file: PL/pgSQL resolves it at call time
     w_idf float8 := coalesce((rag._quote_weights() ->> 'idf')::float8, 0);
+    w_ctx float8 := coalesce((rag._quote_weights() ->> 'context')::float8, 0);
     term_w jsonb := '{}';  -- with weights.idf: each question term's weight, from how specific it is in the tenant
 BEGIN
     IF w_idf > 0 THEN
@@ -183,10 +188,12 @@ BEGIN
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos,
             'quote', x.quote, 'sim', round(x.sim::numeric, 6), 'overlap', round(o.overlap::numeric, 6),
-            'score', round((x.sim + 0.25 * o.overlap)::numeric, 6), 'terms', o.terms
+            'score', round(((1 - w_ctx) * x.sim + w_ctx * x.ctx + 0.25 * o.overlap)::numeric, 6), 'terms', o.terms
         ) ORDER BY x.chunk_id, x.start_pos), '[]')
         FROM (
             SELECT y.chunk_id, y.start_pos, y.end_pos, 1 - (y.embedding OPERATOR(public.<=>) p_qemb) AS sim,
+                CASE WHEN w_ctx > 0 THEN 1 - (public.avg(y.embedding) OVER (PARTITION BY y.chunk_id ORDER BY y.start_pos
+                    ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) OPERATOR(public.<=>) p_qemb) ELSE 0 END AS ctx,
                 pg_catalog.substr(c.content, y.start_pos + 1, y.end_pos - y.start_pos) AS quote, y.terms
             FROM (
                 SELECT s.chunk_id, s.start_pos, s.end_pos, s.embedding, s.terms

@@ -198,3 +198,179 @@ $fn$;
 COMMENT ON FUNCTION rag._defined_term(regconfig, text) IS
 'Internal: the term of a short definition question ("What is a hash map?") as a phrase tsquery when it has two '
 'lexemes or more, else NULL; the gate counts it like a name the passages must hold.';
+
+-- Foreign names: question words that name something the tenant's corpus never mentions ("nginx", "awk", "EBS"),
+-- for the gate, which counts each like a name the passages lack. A word counts when it is letters only, 3 to 40
+-- of them, and
+--   * the corpus does not have it (rag.term: no chunk holds it as a word; rag.tenant_lexeme: nor its lexeme, so
+--     "indexes" is known from "index"), and it is no stop word (its tsvector is not empty);
+--   * spelling correction left it as it is (p_corrected holds it): a typo of a corpus word is corrected, not
+--     foreign;
+--   * it is no common English word: not a whole word of the model's vocabulary (rag._common_words, which
+--     spelling correction uses), nor a form of one: an inflection or derivation of one ("refreshed" from
+--     "fresh" after "re", "unreachable", "disconnect"), or two of them joined ("drawbacks": "draw" + "backs",
+--     each of at least 3 letters);
+--   * the question does not present it as the user's own object (right after my / our / your, or next to table,
+--     column, field, view, schema, database), as rag._question_names.
+-- Without pgcite_python there is no vocabulary to tell a name from an English word the corpus does not use
+-- ("forever", "halfway"): the result is then empty (the signal is off on the core path).
+CREATE OR REPLACE FUNCTION rag._foreign_names(p_tenant text, p_config regconfig, p_question text, p_corrected text)
+RETURNS text[]
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    -- the same bound as spelling correction's: at most 16 distinct candidate words per question
+    max_words constant integer := 16;
+    -- 54000 over 4000 characters, for every caller (rag.ask checks it before); the corrected question is only
+    -- looked into for the question's words, so its first 8000 characters suffice (a correction adds at most two
+    -- letters to a word of four or more)
+    has_question boolean := rag._check_question(p_question, 1);
+    fixed text [] := pg_catalog.regexp_split_to_array(pg_catalog.left(coalesce(p_corrected, ''), 8000), '\s+');
+    unknown text [];
+    forms jsonb;
+    common text [];
+    out_names text [];
+BEGIN
+    IF NOT has_question OR pg_catalog.to_regprocedure('rag._common_words(text[])') IS NULL THEN
+        RETURN '{}';
+    END IF;
+    SELECT pg_catalog.array_agg(f.word ORDER BY f.n)
+    INTO unknown
+    FROM (
+        SELECT x.word, min(x.n) AS n
+        FROM (
+            SELECT m.a[1] AS word, m.n,
+                pg_catalog.lag(m.a[1]) OVER (ORDER BY m.n) AS word_before,
+                pg_catalog.lead(m.a[1]) OVER (ORDER BY m.n) AS word_after
+            FROM pg_catalog.regexp_matches(pg_catalog.lower(coalesce(p_question, '')), '[[:alnum:]_]+', 'g')
+                WITH ORDINALITY AS m (a, n)
+        ) AS x
+        WHERE x.word ~ '^[a-z]{3,40}$' AND x.word = ANY (fixed)
+            AND NOT coalesce(x.word_before ~ '^(my|our|your|columns?|tables?|fields?|views?|schemas?|databases?)$',
+                false)
+            AND NOT coalesce(x.word_after ~ '^(columns?|tables?|fields?|views?|schemas?|databases?)$', false)
+            AND pg_catalog.to_tsvector(p_config, x.word) <> ''::tsvector
+            AND NOT EXISTS (
+                SELECT FROM rag.term AS k
+                WHERE k.tenant = p_tenant COLLATE "default" AND k.term = x.word COLLATE "default"
+            )
+            AND NOT EXISTS (
+                SELECT FROM rag.tenant_lexeme AS s,
+                    pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, x.word))) AS l (lx)
+                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lx COLLATE "default"
+            )
+        GROUP BY x.word
+        ORDER BY min(x.n)
+        LIMIT max_words
+    ) AS f;
+    IF unknown IS NULL THEN
+        RETURN '{}';
+    END IF;
+    -- each word's forms to look up: {word: [[part, ...], ...]}, the word common when all parts of one entry are
+    forms := rag._word_forms(unknown);
+    EXECUTE 'SELECT rag._common_words($1)' INTO common USING ARRAY(
+        SELECT DISTINCT p.part
+        FROM pg_catalog.jsonb_each(forms) AS w (word, entries),
+            pg_catalog.jsonb_array_elements(w.entries) AS e (entry),
+            pg_catalog.jsonb_array_elements_text(e.entry) AS p (part)
+    );
+    SELECT coalesce(pg_catalog.array_agg(u.word ORDER BY u.n), '{}')
+    INTO out_names
+    FROM pg_catalog.unnest(unknown) WITH ORDINALITY AS u (word, n)
+    WHERE NOT EXISTS (
+        SELECT FROM pg_catalog.jsonb_array_elements(forms -> u.word) AS e (entry)
+        WHERE NOT EXISTS (
+            SELECT FROM pg_catalog.jsonb_array_elements_text(e.entry) AS p (part)
+            WHERE NOT p.part = ANY (coalesce(common, '{}'))
+        )
+    );
+    RETURN out_names;
+END
+$fn$;
+COMMENT ON FUNCTION rag._foreign_names(text, regconfig, text, text) IS
+'Internal: the question''s words that the tenant''s corpus never uses, that spelling correction left as they are '
+'and that are no common English word nor a form of one (rag._common_words; empty without pgcite_python), for the '
+'gate''s names signal.';
+
+-- The forms under which a word may be a common English word, for rag._foreign_names: {word: [entry, ...]} of the
+-- first 16 words, each entry a list of words that must all be common: the word itself; without an inflection or
+-- derivation suffix (-s, -es, -ed, -ing, -ly, -er, -able, -ment, ... leaving at least 3 letters; also with a final
+-- "e" restored and a doubled consonant undone: "stopped", "moved"); without a prefix (un-, dis-, re-, non-, ...
+-- leaving at least 4 letters), as it is or without a suffix; and split in two words of at least 3 letters each.
+CREATE OR REPLACE FUNCTION rag._word_forms(p_words text[])
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    WITH w AS (
+        -- at most 16 words (rag._foreign_names' bound), of at most 40 letters
+        SELECT DISTINCT u.word FROM pg_catalog.unnest(p_words[1:16]) AS u (word)
+        WHERE u.word ~ '^[a-z]{1,40}$'
+    ),
+    suffixes AS (
+        SELECT s.suffix FROM pg_catalog.unnest(ARRAY['s', 'es', 'ed', 'd', 'ing', 'ly', 'er', 'ers', 'est', 'able',
+            'ible', 'ment', 'ments', 'ness', 'less', 'ful', 'al', 'ity', 'ation', 'ations', 'ion', 'ions']) AS s (suffix)
+    ),
+    prefixes AS (
+        SELECT p.prefix FROM pg_catalog.unnest(ARRAY['un', 'dis', 're', 'non', 'mis', 'pre', 'in', 'im', 'de', 'over',
+            'under', 'out', 'sub', 'co', 'inter', 'multi', 'super', 'anti', 'auto', 'semi']) AS p (prefix)
+    ),
+    -- a word without one suffix: the stem, the stem with a final "e", the stem with a doubled consonant undone
+    stripped (word, base) AS (
+        SELECT w.word, w.word FROM w
+        UNION
+        SELECT w.word, b.base
+        FROM w
+        INNER JOIN suffixes AS s ON pg_catalog.length(w.word) - pg_catalog.length(s.suffix) >= 3
+            AND pg_catalog.right(w.word, pg_catalog.length(s.suffix)) = s.suffix
+        CROSS JOIN LATERAL (
+            SELECT pg_catalog.left(w.word, -pg_catalog.length(s.suffix)) AS stem
+        ) AS t
+        CROSS JOIN LATERAL (
+            VALUES (t.stem), (t.stem || 'e'),
+                (CASE WHEN t.stem ~ '([b-df-hj-np-tv-z])\1$' THEN pg_catalog.left(t.stem, -1) END)
+        ) AS b (base)
+        WHERE b.base IS NOT NULL
+    ),
+    entries (word, entry) AS (
+        SELECT s.word, pg_catalog.jsonb_build_array(s.base) FROM stripped AS s
+        UNION
+        -- without a prefix, then without a suffix
+        SELECT w.word, pg_catalog.jsonb_build_array(s2.base)
+        FROM w
+        INNER JOIN prefixes AS p ON pg_catalog.length(w.word) - pg_catalog.length(p.prefix) >= 4
+            AND pg_catalog.left(w.word, pg_catalog.length(p.prefix)) = p.prefix
+        CROSS JOIN LATERAL (
+            SELECT x.base FROM (SELECT pg_catalog.substr(w.word, pg_catalog.length(p.prefix) + 1) AS rest) AS r
+            CROSS JOIN LATERAL (
+                SELECT r.rest AS base
+                UNION
+                SELECT b.base
+                FROM suffixes AS s
+                CROSS JOIN LATERAL (SELECT pg_catalog.left(r.rest, -pg_catalog.length(s.suffix)) AS stem) AS t
+                CROSS JOIN LATERAL (
+                    VALUES (t.stem), (t.stem || 'e'),
+                        (CASE WHEN t.stem ~ '([b-df-hj-np-tv-z])\1$' THEN pg_catalog.left(t.stem, -1) END)
+                ) AS b (base)
+                WHERE pg_catalog.length(r.rest) - pg_catalog.length(s.suffix) >= 3
+                    AND pg_catalog.right(r.rest, pg_catalog.length(s.suffix)) = s.suffix AND b.base IS NOT NULL
+            ) AS x
+        ) AS s2
+        UNION
+        -- two words joined
+        SELECT w.word, pg_catalog.jsonb_build_array(pg_catalog.left(w.word, i.i), pg_catalog.substr(w.word, i.i + 1))
+        FROM w
+        CROSS JOIN LATERAL pg_catalog.generate_series(3, pg_catalog.length(w.word) - 3) AS i (i)
+    )
+    SELECT coalesce(pg_catalog.jsonb_object_agg(g.word, g.entries), '{}')
+    FROM (
+        SELECT e.word, pg_catalog.jsonb_agg(e.entry ORDER BY e.entry) AS entries FROM entries AS e GROUP BY e.word
+    ) AS g
+$fn$;
+COMMENT ON FUNCTION rag._word_forms(text[]) IS
+'Internal: the forms under which each word may be a common English word (itself, without an affix, two words '
+'joined), as {word: [[part, ...], ...]}, for rag._foreign_names.';

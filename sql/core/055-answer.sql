@@ -151,6 +151,8 @@ DECLARE
     coverage float8;
     covered jsonb;
     names_found float8;
+    names text [];
+    foreign_names text [];
     defined tsquery;
     best_sentence float8;
     gate_score float8;
@@ -196,17 +198,21 @@ BEGIN
     -- rag._proper_names: products, languages, places as asked): the share of them that the top passages
     -- contain. A passage that never names the setting, function or product asked about does not answer the
     -- question, however close its topic. NULL: the question names none.
+    -- Foreign names (rag._foreign_names: words the corpus never uses, not typos of its words, no common English
+    -- words: "nginx", "EBS") are names too, never found in the passages.
+    foreign_names := rag._foreign_names(p_tenant, t.ts_config, p_question, corrected);
+    names := ARRAY(
+        SELECT DISTINCT y.name FROM pg_catalog.unnest(rag._question_names(corrected)
+            || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name))
+            || foreign_names) AS y (name)
+    );
     SELECT avg((EXISTS (
         SELECT FROM rag.chunk AS c
         WHERE c.chunk_id = ANY (ids[1:n_passages])
             AND pg_catalog.lower(c.title || ' ' || c.content) ~ ('\m' || x.name || '\M')
     ))::integer)
     INTO names_found
-    FROM (
-        SELECT DISTINCT y.name FROM pg_catalog.unnest(rag._question_names(corrected)
-            || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name)))
-            AS y (name)
-    ) AS x;
+    FROM pg_catalog.unnest(names) AS x (name);
     -- A short definition question's term of two words or more (rag._defined_term) counts as one more name: one of
     -- the chunks retrieved (the k, not only the passages) must hold its words in that order.
     defined := rag._defined_term(t.ts_config, corrected);
@@ -215,11 +221,7 @@ BEGIN
             SELECT FROM rag.chunk AS c WHERE c.chunk_id = ANY (ids) AND c.tsv @@ defined)::integer)
             / (n.n + 1)
         INTO names_found
-        FROM (
-            SELECT pg_catalog.count(DISTINCT y.name)::float8 AS n FROM pg_catalog.unnest(rag._question_names(corrected)
-                || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name)))
-                AS y (name)
-        ) AS n;
+        FROM (SELECT pg_catalog.cardinality(names)::float8 AS n) AS n;
     END IF;
 
     SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
@@ -228,7 +230,9 @@ BEGIN
     FROM pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS o (chunk_id, n)
     INNER JOIN rag.chunk AS c ON c.chunk_id = o.chunk_id;
 
-    scored := rag._sentence_scores(p_question, p_qemb, ids[1:n_passages]);
+    -- the overlap part of span scores reads the question as embedded: typo-corrected when a word was unknown to
+    -- the corpus (rag._embedding_text), as the lexical path's query is
+    scored := rag._sentence_scores(rag._embedding_text(p_question, corrected), p_qemb, ids[1:n_passages]);
     IF scored IS NULL THEN
         scored := rag._lexical_sentences(t.ts_config, q, passages);
     ELSE
@@ -248,7 +252,7 @@ BEGIN
         reach_ids := ARRAY(SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(reach) AS e);
         IF NOT EXISTS (SELECT FROM pg_catalog.unnest(reach_ids) AS r (id)
             WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
-            reach_scored := rag._sentence_scores(p_question, p_qemb, reach_ids);
+            reach_scored := rag._sentence_scores(rag._embedding_text(p_question, corrected), p_qemb, reach_ids);
         END IF;
         -- a section chunk is kept when its best span (lowered, with the rank penalty of its passage) comes within
         -- weights.complete of the passages' best span, or when it follows a passage (a block may carry on there):
@@ -292,7 +296,7 @@ BEGIN
             'score', gate_score, 'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
             'sentence', round(best_sentence::numeric, 6), 'names', round(names_found::numeric, 6)),
         'thresholds', thresholds, 'failed', pg_catalog.to_jsonb(failed), 'passed', failed = '{}',
-        'corrected_question', corrected, 'words', covered -> 'words');
+        'corrected_question', corrected, 'words', covered -> 'words', 'foreign', pg_catalog.to_jsonb(foreign_names));
     evidence := pg_catalog.jsonb_build_object(
         'chunks', ranked, 'gate', gate, 'complete', n_visible >= p_k, 'visible_chunks', n_visible,
         'fingerprint', fingerprint,

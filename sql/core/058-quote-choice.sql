@@ -27,7 +27,8 @@
 --     best candidate that does (rag._has_asked_form); otherwise the best candidate of a passage not quoted yet.
 --   * Chosen prose then grows, within its paragraph and up to three sentences, by the sentence before when it
 --     leans on it ("This", "It", "However", ...), by the sentence after when that one qualifies it ("However",
---     "But", ...) or speaks of it ("It ...", "This ...", "These ...": a statement that names the subject carried
+--     "But", ...; with weights.skip_see also across a cross-reference between them, "For ..., see ...") or speaks
+--     of it ("It ...", "This ...", "These ...": a statement that names the subject carried
 --     on by the one that says what the question asks; while the prose is at most weights.forward characters), and
 --     by a neighbour whose span score is within weights.neighbour of its own; a unit ending in prose may take two
 --     more sentences of that paragraph the same way. With weights.section_last, a section chunk completes the
@@ -58,6 +59,9 @@ DECLARE
     w jsonb := rag._quote_weights();
     q_terms text [] := rag._content_terms(p_corrected);
     soft_limit CONSTANT integer := 700;
+    -- a sentence that qualifies the one before it (widening takes it)
+    qualifier CONSTANT text := '^(However|But|Unless|Except|Otherwise|Instead|Therefore|Thus|Hence|This means|'
+        || 'That is|Even so|Nevertheless|Still)\M';
     hard_limit CONSTANT integer := 1200;
     n integer;
     -- spans in document order (document, chunk, offset)
@@ -324,9 +328,18 @@ BEGIN
                 || 'Those|Such|It|Its|They|Their|Them|Therefore|Thus|Hence|So|However|But|Also|Otherwise|Instead|'
                 || 'Then|Here|There|The (latter|former))\M') THEN
                 pick_first[k] := i;
-            ELSIF j IS NOT NULL AND s_text[j] ~ ('^(However|But|Unless|Except|Otherwise|Instead|'
-                || 'Therefore|Thus|Hence|This means|That is|Even so|Nevertheless|Still)\M') THEN
+            ELSIF j IS NOT NULL AND s_text[j] ~ qualifier THEN
                 pick_last[k] := j;
+            -- the same across a cross-reference ("For conflicting lock modes, see Table 13.2. However, ..."):
+            -- a pointer to another section says nothing itself, the qualification after it does (weights.skip_see)
+            ELSIF j IS NOT NULL AND coalesce((w ->> 'skip_see')::float8, 0) > 0
+                AND b + 2 - (CASE WHEN u_last[a] IS NULL THEN a ELSE m END) <= 2
+                AND s_text[j] ~ '^\(?(See|For [^.]{0,80}\msee)\M' AND s_end[j] - s_start[j] <= 120
+                AND j + 1 <= n AND c_id[j + 1] = c_id[b] AND NOT s_para_start[j + 1] AND s_kind[j + 1] = 'text'
+                AND u_last[j + 1] IS NULL AND s_text[j + 1] ~ qualifier
+                AND NOT EXISTS (SELECT FROM pg_catalog.generate_series(1, pg_catalog.cardinality(pick_first)) AS g (x)
+                    WHERE g.x <> k AND j + 1 BETWEEN pick_first[g.x] AND pick_last[g.x]) THEN
+                pick_last[k] := j + 1;
             -- a short statement carried on by the next sentence, which speaks of it ("It contains ...", "This
             -- command collects ..."): the statement names the subject, the next one says what the question asks
             ELSIF j IS NOT NULL AND s_end[b] - s_start[a] <= coalesce((w ->> 'forward')::float8, 0)

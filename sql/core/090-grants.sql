@@ -45,12 +45,13 @@ BEGIN
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
         ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats', '_correct_question',
-            '_common_words', '_embed_texts', '_parse', '_split_sentences', '_sentence_vectors',
-            '_support_similarity') THEN
+            '_common_words', '_foreign_names', '_word_forms', '_embed_texts', '_parse', '_split_sentences',
+            '_sentence_vectors', '_support_similarity') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
             -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
-            -- (called directly, a reader chose its length and the size of _common_words' array);
+            -- (called directly, a reader chose its length and the size of _common_words' array); the gate's
+            -- foreign names, which call _common_words, likewise only from rag._answer inside those entry points;
             -- pgcite_python's PL/Python functions that take texts or arrays: PL/Python converts its arguments
             -- before the first line runs, so tenant roles reach them only through a SECURITY DEFINER function
             -- that checks the sizes first (rag._embed_checked, rag._parsed, rag._sentence_spans) or from

@@ -1,0 +1,93 @@
+"""Recall@10 of the vector leg and the ANN query's time at several hnsw.ef_search values.
+
+    BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/ann_ef.py [--ef 800,600,400,300,200]
+        [--classes largest,1%] [--rounds 2] [--without-index NAME]
+
+For each question of the given classes: the ANN query of rag._candidates (the tenant's own partial HNSW index
+when it has one, iterative scan relaxed_order, LIMIT ef / 2), its candidates re-scored exactly and the best 10
+compared with the question's exact top 10 (pgcite_bench.question.gt_ids). Prints, per class and ef, the mean
+and the minimum recall@10 over the questions, how many fall under 0.99, and the ANN query's p50 / p95
+(the ef values alternate question by question, so they share the machine's load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--ef", default="800,600,400,300,200")
+    ap.add_argument("--classes", default="largest,1%")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument(
+        "--without-index",
+        help="an index to drop for this run, in a transaction rolled back at the end (two HNSW builds)",
+    )
+    args = ap.parse_args()
+    efs = [int(x) for x in args.ef.split(",")]
+    c = psycopg.connect(corpus.db_dsn(os.environ.get("BENCH_DB") or "pgcite_bench"), autocommit=True)
+    if args.without_index:
+        c.execute("BEGIN")
+        c.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier("rag", args.without_index)))
+    c.execute("SET jit = off")
+    c.execute("SET max_parallel_workers_per_gather = 0")
+    c.execute("SET hnsw.iterative_scan = relaxed_order")
+    qs = c.execute(
+        "SELECT class, tenant, qemb::text, gt_ids[1:10] FROM pgcite_bench.question WHERE class = ANY (%s) "
+        "ORDER BY id",
+        (args.classes.split(","),),
+    ).fetchall()
+    recall: dict[tuple[str, int], list[float]] = {}
+    ms: dict[tuple[str, int], list[float]] = {}
+    for rnd in range(args.rounds):
+        for cls, tenant, qemb, gt in qs:
+            for ef in efs:
+                c.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
+                t0 = time.perf_counter()
+                ids = c.execute(
+                    sql.SQL(
+                        "SELECT array_agg(a.chunk_id) FROM (SELECT c.chunk_id FROM rag.chunk AS c "
+                        "WHERE c.tenant = {} AND c.retired_at IS NULL "
+                        "ORDER BY c.embedding OPERATOR(public.<=>) %s::vector LIMIT %s) AS a"
+                    ).format(sql.Literal(tenant)),
+                    (qemb, ef // 2),
+                ).fetchone()[0]
+                dt = (time.perf_counter() - t0) * 1000
+                top = [
+                    r[0]
+                    for r in c.execute(
+                        "SELECT chunk_id FROM rag.chunk WHERE chunk_id = ANY (%s) "
+                        "ORDER BY round((embedding OPERATOR(public.<=>) %s::vector)::numeric, 6), doc_key, "
+                        "chunk_index, chunk_id LIMIT 10",
+                        (ids or [], qemb),
+                    )
+                ]
+                if rnd == args.rounds - 1:
+                    recall.setdefault((cls, ef), []).append(len(set(top) & set(gt)) / max(1, len(gt)))
+                if rnd:
+                    ms.setdefault((cls, ef), []).append(dt)
+    if args.without_index:
+        c.execute("ROLLBACK")
+    for (cls, ef), v in sorted(recall.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        t = sorted(ms[(cls, ef)])
+        print(
+            f"{cls:<8} ef {ef:4}  recall@10 mean {statistics.mean(v):.4f} min {min(v):.2f} "
+            f"under 0.99: {sum(x < 0.99 for x in v):3}/{len(v)}   ANN p50 {statistics.median(t):6.2f} "
+            f"p95 {t[int(len(t) * 0.95)]:6.2f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()

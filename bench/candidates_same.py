@@ -1,0 +1,77 @@
+"""Are two versions of rag._candidates the same function on the scale benchmark's questions?
+
+    BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/candidates_same.py OLD.sql [NEW.sql]
+
+Creates rag._candidates of each 040-retrieve.sql file as pg_temp._cand_a / pg_temp._cand_b (session only) and
+compares every row and column they return (k 8's depth 40, each question corrected first, its stored
+embedding) for every question of pgcite_bench.question, calling them alternately; prints the differing
+questions
+and the p50 / p95 of each per class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def candidates_source(path: str, name: str) -> str:
+    src = Path(path).read_text()
+    f = src[
+        src.index("CREATE OR REPLACE FUNCTION rag._candidates(") : src.index(
+            "COMMENT ON FUNCTION rag._candidates("
+        )
+    ]
+    return f.replace("rag._candidates(", f"pg_temp.{name}(", 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("old")
+    ap.add_argument("new", nargs="?", default=str(ROOT / "sql/core/040-retrieve.sql"))
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    c = psycopg.connect(corpus.db_dsn(os.environ.get("BENCH_DB") or "pgcite_bench"), autocommit=True)
+    c.execute(candidates_source(args.old, "_cand_a"))
+    c.execute(candidates_source(args.new, "_cand_b"))
+    params = c.execute("SELECT rag._params()::text").fetchone()[0]
+    qs = c.execute(
+        "SELECT id, class, tenant, question, qemb::text FROM pgcite_bench.question ORDER BY id"
+    ).fetchall()
+    ms: dict[tuple[str, str], list[float]] = {}
+    differ = []
+    for rnd in range(args.rounds):
+        for qid, cls, tenant, question, qemb in qs:
+            corr = c.execute(
+                "SELECT rag._correct_question(%s, %s, %s::jsonb)", (tenant, question, params)
+            ).fetchone()[0]
+            got = {}
+            for name in ("_cand_a", "_cand_b") if qid % 2 else ("_cand_b", "_cand_a"):
+                t0 = time.perf_counter()
+                got[name] = c.execute(
+                    f"SELECT * FROM pg_temp.{name}(%s, %s, %s::vector, 40, %s::jsonb)",
+                    (tenant, corr, qemb, params),
+                ).fetchall()
+                if rnd:
+                    ms.setdefault((cls, name), []).append((time.perf_counter() - t0) * 1000)
+            if rnd == 0 and got["_cand_a"] != got["_cand_b"]:
+                differ.append(qid)
+    print(f"{len(qs)} questions, {len(differ)} differ: {differ[:20]}")
+    for (cls, name), v in sorted(ms.items()):
+        s = sorted(v)
+        print(f"{cls:<8} {name}  p50 {statistics.median(s):6.1f}  p95 {s[int(len(s) * 0.95)]:6.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Per-stage timings of rag._candidates (the legs of rag.retrieve) on the scale benchmark's database.
+
+    BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/retrieve_stages.py [--per-class 100]
+        [--sql sql/core/040-retrieve.sql] [--rounds 2]
+
+Builds a probe copy of rag._candidates from the given 040-retrieve.sql as pg_temp._candidates_probe (session
+only, nothing is written to the database): the same statements, with clock_timestamp() taken after each one,
+and instead of returning the fused rows it runs the fusing query (counting its rows), then its vector,
+full-text and title legs alone. For each question of pgcite_bench.question (its stored embedding, the question
+corrected by rag._correct_question first) it also times the whole rag.retrieve as pgcite_bench_reader on a
+second connection. Prints p50 / p95 / max per class and stage over every round after the first (warm-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _lap(name: str) -> str:
+    return (
+        f"    stage := '{name}'; ms := extract(epoch from clock_timestamp() - t1) * 1000; RETURN NEXT;"
+        " t1 := clock_timestamp();\n"
+    )
+
+
+def probe_source(src: str) -> str:
+    """The probe copy of rag._candidates (see the module docstring)."""
+    f = src[
+        src.index("CREATE OR REPLACE FUNCTION rag._candidates(") : src.index(
+            "COMMENT ON FUNCTION rag._candidates("
+        )
+    ]
+    f = f.replace("rag._candidates(", "pg_temp._candidates_probe(", 1)
+    f = (
+        f[: f.index("RETURNS TABLE (")]
+        + "RETURNS TABLE (stage text, ms float8)\n"
+        + f[f.index("LANGUAGE plpgsql") :]
+    )
+    decl_end = f.index("\nBEGIN\n")
+    f = (
+        f[:decl_end]
+        + "\n    t0 timestamptz := clock_timestamp();"
+        + "\n    t1 timestamptz := clock_timestamp();\n    nn bigint;"
+        + "\nBEGIN\n"
+        + _lap("setup")
+        + f[decl_end + len("\nBEGIN\n") :]
+    )
+    for marker, name in (
+        ("    -- full text: which lexemes choose the candidates", "ann"),
+        ("    IF own_fts AND q_match IS NOT NULL THEN\n", "fts_choose"),
+    ):
+        if marker in f:
+            f = f.replace(marker, _lap(name) + marker, 1)
+    i = f.index("    RETURN QUERY\n")
+    j = f.index("END\n$fn$;")
+    fuse = f[i + len("    RETURN QUERY\n") : j].rstrip().rstrip(";")
+    vec_end = fuse.index("    -- full-text leg")
+    title_start = fuse.index("    -- title leg")
+    fused_start = fuse.index("    fused AS (")
+    parts = [
+        ("fuse", fuse),
+        ("vec_rescore", fuse[:vec_end].rstrip().rstrip(",") + "\n    SELECT * FROM vec"),
+        ("fts_rank", fuse[:title_start].rstrip().rstrip(",") + "\n    SELECT * FROM fts"),
+        (
+            "title",
+            "    WITH "
+            + fuse[title_start:fused_start].split("\n", 1)[1].rstrip().rstrip(",")
+            + "\n    SELECT * FROM trgm",
+        ),
+    ]
+    body = _lap("fts_cand")
+    for name, q in parts:
+        body += "    SELECT count(*) INTO nn FROM (\n" + q + "\n    ) AS zz;\n" + _lap(name)
+    return f[:i] + body + f[j:] + ";\n"
+
+
+def pct(v: list[float], p: float) -> float:
+    s = sorted(v)
+    return s[min(len(s) - 1, int(len(s) * p))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--per-class", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--sql", default=str(ROOT / "sql/core/040-retrieve.sql"))
+    ap.add_argument("--label", default="")
+    args = ap.parse_args()
+    dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
+    src = Path(args.sql).read_text()
+    owner = psycopg.connect(corpus.db_dsn(dbname), autocommit=True)
+    reader = psycopg.connect(
+        psycopg.conninfo.make_conninfo(corpus.db_dsn(dbname), user=corpus.READER), autocommit=True
+    )
+    owner.execute(probe_source(src))
+    params = owner.execute("SELECT rag._params()::text").fetchone()[0]
+    qs = owner.execute(
+        "SELECT class, tenant, question, qemb::text FROM (SELECT *, row_number() OVER "
+        "(PARTITION BY class ORDER BY id) AS n FROM pgcite_bench.question) AS q WHERE n <= %s ORDER BY id",
+        (args.per_class,),
+    ).fetchall()
+    ms: dict[tuple[str, str], list[float]] = {}
+    for rnd in range(args.rounds):
+        for cls, tenant, question, qemb in qs:
+            t0 = time.perf_counter()
+            reader.execute(
+                "SELECT count(*) FROM rag.retrieve(%s, %s, 8, %s::vector)", (question, tenant, qemb)
+            )
+            whole = (time.perf_counter() - t0) * 1000
+            t0 = time.perf_counter()
+            corrected = owner.execute(
+                "SELECT rag._correct_question(%s, %s, %s::jsonb)", (tenant, question, params)
+            ).fetchone()[0]
+            corr = (time.perf_counter() - t0) * 1000
+            rows = owner.execute(
+                "SELECT stage, ms FROM pg_temp._candidates_probe(%s, %s, %s::vector, 40, %s::jsonb)",
+                (tenant, corrected, qemb, params),
+            ).fetchall()
+            if rnd == 0:
+                continue
+            ms.setdefault((cls, "retrieve (reader, whole)"), []).append(whole)
+            ms.setdefault((cls, "correct (client round trip)"), []).append(corr)
+            for stage, v in rows:
+                ms.setdefault((cls, stage), []).append(v)
+    for (cls, stage), v in sorted(ms.items(), key=lambda kv: (kv[0][0], list(ms).index(kv[0]))):
+        print(
+            f"{args.label}{cls:<8} {stage:<28} p50 {pct(v, 0.5):7.2f}  p95 {pct(v, 0.95):7.2f}"
+            f"  max {max(v):7.2f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
