@@ -1,19 +1,21 @@
 """The vector leg's ANN query through a compressed per-tenant index: recall@10 and time, against today's.
 
-    BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/ann_quant.py
-        [--vector-ef 800] [--halfvec-ef 800,600,400] [--bit-fetch 800,1600] [--classes largest,1%] [--rounds 2]
+    BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/ann_quant.py [--vector-ef 800]
+        [--halfvec-ef 800,600,400] [--bit-fetch 800,1600] [--classes largest,1%] [--rounds 2] [--explain]
 
-Per question of the given classes (pgcite_bench.question: stored embedding, exact top 10 in gt_ids), alternating
-the variants question by question so they share the machine's load:
-- vector: the query rag._candidates runs through the tenant's partial HNSW index on embedding (vector_cosine_ops),
-  iterative scan relaxed_order, LIMIT ef / 2;
-- halfvec: the same through a partial HNSW index on (embedding::halfvec(384)) with halfvec_cosine_ops
-  (rag._tenant_hvec_index_name), ORDER BY embedding::halfvec(384) <=> the question as halfvec(384);
-- bit: through a partial HNSW index on (binary_quantize(embedding)::bit(384)) with bit_hamming_ops
-  (rag._tenant_bit_index_name), LIMIT n with ef_search n (the over-fetch), if that index exists.
-Each variant's candidates are re-scored exactly (vector <=>, rounded to 6 places, the retrieval's tie-break) and
-the best 10 compared with gt_ids. Prints per class and variant: recall@10 mean / min, how many questions fall
-under 0.99, and p50 / p95 of the ANN query and of the ANN query plus the exact re-score (rounds after the first).
+Per question of the given classes (pgcite_bench.question: stored embedding, exact top 10 in gt_ids), the
+variants alternating question by question so they share the machine's load:
+- vector: the query rag._candidates runs, through the tenant's partial HNSW index on embedding
+  (vector_cosine_ops), iterative scan relaxed_order, LIMIT ef / 2;
+- halfvec: the same through a partial HNSW index chunk_hvec_<md5> on (embedding::halfvec(384)) with
+  halfvec_cosine_ops, ORDER BY embedding::halfvec(384) <=> the question as halfvec(384);
+- bit: through a partial HNSW index chunk_hbit_<md5> on (binary_quantize(embedding)::bit(384)) with
+  bit_hamming_ops, LIMIT n with ef_search min(n, 1000) (the over-fetch).
+A variant is skipped for a tenant without its index (built by hand: see docs/BENCHMARKS.md, 0.6.0 round 5).
+Each variant's candidates are re-scored exactly (vector <=>, rounded to 6 places, the retrieval's tie-break)
+and the best 10 compared with gt_ids. Prints per class and variant: recall@10 mean / min, how many questions
+fall under 0.99, and p50 / p95 of the ANN query and of the ANN query plus the exact re-score (rounds after the
+first).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ import corpus  # noqa: E402
 
 ORDER = {
     "vector": "c.embedding OPERATOR(public.<=>) %s::public.vector",
-    "halfvec": "(c.embedding::public.halfvec(384)) OPERATOR(public.<=>) %s::public.vector::public.halfvec(384)",
+    "halfvec": "(c.embedding::public.halfvec(384)) OPERATOR(public.<=>) "
+    "%s::public.vector::public.halfvec(384)",
     "bit": "(public.binary_quantize(c.embedding)::bit(384)) OPERATOR(public.<~>) "
     "public.binary_quantize(%s::public.vector)::bit(384)",
 }
@@ -66,12 +69,15 @@ def main() -> None:
     c.execute("SET max_parallel_workers_per_gather = 0")
     c.execute("SET hnsw.iterative_scan = relaxed_order")
     qs = c.execute(
-        "SELECT q.class, q.tenant, q.qemb::text, q.gt_ids[1:10], left(md5(q.tenant), 20) FROM pgcite_bench.question AS q "
+        "SELECT q.class, q.tenant, q.qemb::text, q.gt_ids[1:10], left(md5(q.tenant), 20) "
+        "FROM pgcite_bench.question AS q "
         "WHERE q.class = ANY (%s) ORDER BY q.id",
         (args.classes.split(","),),
     ).fetchall()
     have = {
-        (form, h): c.execute("SELECT to_regclass(%s) IS NOT NULL", ("rag." + INDEX_NAME[form] + h,)).fetchone()[0]
+        (form, h): c.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", ("rag." + INDEX_NAME[form] + h,)
+        ).fetchone()[0]
         for form in INDEX_NAME
         for h in {q[4] for q in qs}
     }
@@ -100,8 +106,10 @@ def main() -> None:
                 top = [
                     r[0]
                     for r in c.execute(
-                        "SELECT c.chunk_id FROM rag.chunk AS c WHERE c.chunk_id = ANY (%s) AND c.retired_at IS NULL "
-                        "ORDER BY round((c.embedding OPERATOR(public.<=>) %s::public.vector)::numeric, 6), c.doc_key, "
+                        "SELECT c.chunk_id FROM rag.chunk AS c "
+                        "WHERE c.chunk_id = ANY (%s) AND c.retired_at IS NULL "
+                        "ORDER BY round((c.embedding OPERATOR(public.<=>) %s::public.vector)::numeric, 6), "
+                        "c.doc_key, "
                         "c.chunk_index, c.chunk_id LIMIT 10",
                         (ids or [], qemb),
                     )
@@ -120,7 +128,8 @@ def main() -> None:
         print(
             f"{cls:<8} {form:<8} {what:<10} recall@10 mean {statistics.mean(v):.4f} min {min(v):.2f} "
             f"under 0.99: {sum(x < 0.99 for x in v):3}/{len(v)}   ANN p50 {statistics.median(a):6.2f} "
-            f"p95 {pct(a, 0.95):6.2f} ms   +re-score p50 {statistics.median(b):6.2f} p95 {pct(b, 0.95):6.2f} ms"
+            f"p95 {pct(a, 0.95):6.2f} ms   +re-score p50 {statistics.median(b):6.2f} "
+            f"p95 {pct(b, 0.95):6.2f} ms"
         )
 
 

@@ -1,17 +1,17 @@
 """The title leg of rag._candidates with and without the tenant's partial GIN index on rag.tenant_title.
 
-    BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/title_leg.py [--classes largest,1%,tiny]
-        [--rounds 3]
+    BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/title_leg.py
+        [--classes largest,1%,tiny] [--rounds 3]
 
-For each question of pgcite_bench.question (corrected by rag._correct_question first), the title leg's query as
-040-retrieve.sql runs it (the tenant's distinct titles sharing a lexeme with the question, scored once by
-word_similarity, the best down to p_depth 40 chunks), in a PL/pgSQL function with plan_cache_mode =
-force_custom_plan like rag._candidates: once as the database stands ('own': the tenant's index from
-rag._index_tenants used when it exists) and once in a transaction that drops the tenant's title index first and
-is rolled back ('shared': the table-wide tenant_title_tsv_idx), alternating per question; the second of two
-runs in each transaction is timed (the first rebuilds the catalog caches the DROP invalidated). Every row (chunk,
-score, rank) is compared; prints per class p50 / p95 of each and how many questions differ (rounds after the
-first; the differences over every round).
+For each question of pgcite_bench.question (corrected by rag._correct_question first), the title leg's query
+as 040-retrieve.sql runs it for a tenant with its own title index or over 2,000 chunks (the tenant's distinct
+titles sharing a lexeme with the question, scored once by word_similarity, the best down to p_depth 40
+chunks), in a PL/pgSQL function with plan_cache_mode = force_custom_plan like rag._candidates: once as the
+database stands ('own': the tenant's index from rag._index_tenants, used when it exists) and once in a
+transaction that drops the tenant's title index first and is rolled back ('shared': the table-wide
+tenant_title_tsv_idx), alternating per question; the second of two runs in each transaction is timed (the
+first rebuilds the catalog caches the DROP invalidated). Every row (chunk, score, rank) is compared; prints
+per class p50 / p95 of each (rounds after the first) and how many questions differ (in any round).
 """
 
 from __future__ import annotations
@@ -101,7 +101,9 @@ def main() -> None:
                 if variant == "shared":
                     c.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier("rag", index)))
                 leg = "SELECT chunk_id, s, r FROM pg_temp.title_leg(%s, %s, 40) ORDER BY r"
-                c.execute(leg, (tenant, corrected))  # the catalog caches the DROP invalidated, rebuilt untimed
+                c.execute(
+                    leg, (tenant, corrected)
+                )  # the catalog caches the DROP invalidated, rebuilt untimed
                 t0 = time.perf_counter()
                 got[variant] = c.execute(leg, (tenant, corrected)).fetchall()
                 dt = (time.perf_counter() - t0) * 1000

@@ -116,7 +116,8 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
     assert conn.execute("SELECT count(*) FROM rag._index_tenants(%s, 'own')", (n + 1,)).fetchone()[0] == 0
     built = conn.execute("SELECT tenant, index_name FROM rag._index_tenants(%s, 'own')", (n,)).fetchall()
     names = conn.execute(
-        "SELECT rag._tenant_index_name('own'), rag._tenant_fts_index_name('own'), rag._tenant_title_index_name('own')"
+        "SELECT rag._tenant_index_name('own'), rag._tenant_fts_index_name('own'), "
+        "rag._tenant_title_index_name('own')"
     ).fetchone()
     # the partial HNSW index, the partial GIN one, then the partial GIN index of the tenant's titles
     assert built == [("own", names[0]), ("own", names[1]), ("own", names[2])]
@@ -158,7 +159,9 @@ def test_own_title_index_serves_the_title_leg_with_the_same_results(conn):
         conn.execute("SELECT * FROM rag.ingest(%s, 'a.md', %s)", (t, doc(45, "checkpoint")))
     conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
     conn.execute("SELECT rag.grant_tenant('ttl', %s)", (role,))
-    sql = "SELECT chunk_id, rank, trgm_score, fts_score, distance, fused_score FROM rag.retrieve(%s, 'ttl', 10)"
+    sql = (
+        "SELECT chunk_id, rank, trgm_score, fts_score, distance, fused_score FROM rag.retrieve(%s, 'ttl', 10)"
+    )
     questions = ("Checkpoint topic 7", "notes about the checkpoint topic 12 subject", Q)
 
     def as_reader() -> list:
