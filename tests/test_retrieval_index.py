@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,8 +115,12 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
     assert n >= 40
     assert conn.execute("SELECT count(*) FROM rag._index_tenants(%s, 'own')", (n + 1,)).fetchone()[0] == 0
     built = conn.execute("SELECT tenant, index_name FROM rag._index_tenants(%s, 'own')", (n,)).fetchall()
-    names = conn.execute("SELECT rag._tenant_index_name('own'), rag._tenant_fts_index_name('own')").fetchone()
-    assert built == [("own", names[0]), ("own", names[1])]  # the partial HNSW index, then the partial GIN one
+    names = conn.execute(
+        "SELECT rag._tenant_index_name('own'), rag._tenant_fts_index_name('own'), "
+        "rag._tenant_title_index_name('own')"
+    ).fetchone()
+    # the partial HNSW index, the partial GIN one, then the partial GIN index of the tenant's titles
+    assert built == [("own", names[0]), ("own", names[1]), ("own", names[2])]
     index = names[0]
     assert conn.execute("SELECT count(*) FROM rag._index_tenants(1, 'own')").fetchone()[0] == 0  # built once
     for i in range(7):
@@ -141,6 +146,55 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
 
 
 WRAP = "How do I prevent transaction ID wraparound failures?"
+
+
+def test_own_title_index_serves_the_title_leg_with_the_same_results(conn):
+    """The partial GIN index of a tenant's titles (rag._index_tenants) is what the title leg reads once it
+    exists, even when other tenants share the same titles, and a tenant reader gets the same rows, title
+    scores included, as before it was built."""
+    role = "ttl_reader_" + uuid.uuid4().hex[:6]
+    conn.execute("SELECT rag.create_tenant('ttl')")
+    conn.execute("SELECT rag.create_tenant('ttl_other')")
+    for t in ("ttl", "ttl_other"):  # the same titles in two tenants: the table-wide index holds both
+        conn.execute("SELECT * FROM rag.ingest(%s, 'a.md', %s)", (t, doc(45, "checkpoint")))
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('ttl', %s)", (role,))
+    sql = (
+        "SELECT chunk_id, rank, trgm_score, fts_score, distance, fused_score FROM rag.retrieve(%s, 'ttl', 10)"
+    )
+    questions = ("Checkpoint topic 7", "notes about the checkpoint topic 12 subject", Q)
+
+    def as_reader() -> list:
+        conn.execute(f"SET LOCAL ROLE {role}")
+        try:
+            return [conn.execute(sql, (q,)).fetchall() for q in questions]
+        finally:
+            conn.execute("RESET ROLE")
+
+    before = as_reader()
+    assert any(r[2] is not None for rows in before for r in rows)  # the title leg contributes
+    n = conn.execute("SELECT rag._live_chunks('ttl')").fetchone()[0]
+    built = [r[0] for r in conn.execute("SELECT index_name FROM rag._index_tenants(%s, 'ttl')", (n,))]
+    name = conn.execute("SELECT rag._tenant_title_index_name('ttl')").fetchone()[0]
+    assert name in built
+    other = conn.execute("SELECT rag._tenant_title_index_name('ttl_other')").fetchone()[0]
+    assert conn.execute("SELECT to_regclass('rag.' || %s)", (other,)).fetchone()[0] is None  # one tenant's
+    for _ in range(7):  # past PL/pgSQL's five-call plan caching
+        assert as_reader() == before
+    # a table of a hundred titles is read whole (Seq Scan) when it has no statistics; with that plan ruled out
+    # the leg reads only the tenant's titles: through its own index or the primary key (tenant, title), never
+    # the table-wide GIN index (at 1M the planner picks the own index by itself: bench/title_leg.py)
+    conn.execute("SET LOCAL enable_seqscan = off")
+    _, seen = plans(conn, sql, (questions[0],))
+    title = [ln for p in seen for ln in p.splitlines() if "on tenant_title" in ln]
+    assert title and all(f"on {name}" in ln or "tenant_title_pkey" in ln for ln in title), title
+    # and the tenant's readers still cannot read the table (the index changes no privilege)
+    conn.execute(f"SET LOCAL ROLE {role}")
+    try:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT count(*) FROM rag.tenant_title")
+    finally:
+        conn.rollback()
 
 
 def test_index_tenants_rejects_a_bad_minimum(conn):
