@@ -94,6 +94,43 @@ def drop_database(pg: PG, name: str) -> None:
         a.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# Two tenants for the attack tests: alpha (a reader and a writer of its own) and bravo (a writer of its own),
+# an admin and a role with no pgcite right; `roles` maps reader, writer, admin, bravo, nobody to role names.
+ALPHA_DOC = (
+    "# Alpha handbook\n\nThe alpha team vacuums its tables every night at two.\n\n"
+    "## Indexes\n\nA B-tree index handles equality and range queries on sortable data.\n"
+)
+BRAVO_DOC = "# Bravo secrets\n\nThe launch code of tenant bravo is pelican-orange-42.\n"
+
+
+def two_tenant_database(pg: PG, name: str, roles: dict[str, str]) -> Iterator[str]:
+    """For a module fixture: `yield from two_tenant_database(pg, name, R)`; the database and roles are dropped
+    after the module."""
+    drop_database(pg, name)
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{name}"')
+    with pg.admin(name) as c:
+        c.execute("CREATE EXTENSION pgcite_python CASCADE")
+        use_db_venv(c)
+        c.execute(f"CREATE ROLE {roles['reader']} LOGIN IN ROLE pgcite_reader")
+        c.execute(f"CREATE ROLE {roles['writer']} LOGIN IN ROLE pgcite_writer")
+        c.execute(f"CREATE ROLE {roles['admin']} LOGIN IN ROLE pgcite_admin")
+        c.execute(f"CREATE ROLE {roles['bravo']} LOGIN IN ROLE pgcite_writer")
+        c.execute(f"CREATE ROLE {roles['nobody']} LOGIN")
+        for tenant in ("alpha", "bravo"):
+            c.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        for role in ("reader", "writer"):
+            c.execute("SELECT rag.grant_tenant('alpha', %s)", (roles[role],))
+        c.execute("SELECT rag.grant_tenant('bravo', %s)", (roles["bravo"],))
+        c.execute("SELECT * FROM rag.ingest('alpha', 'a.md', %s)", (ALPHA_DOC,))
+        c.execute("SELECT * FROM rag.ingest('bravo', 'b.md', %s)", (BRAVO_DOC,))
+    yield name
+    drop_database(pg, name)
+    with pg.admin() as a:
+        for role in roles.values():
+            a.execute(f"DROP ROLE IF EXISTS {role}")
+
+
 def ingest_files(conn: psycopg.Connection, tenant: str, files: list[str]) -> None:
     for name in files:
         body = (MANUAL / name).read_text(encoding="utf-8")

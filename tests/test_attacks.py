@@ -17,44 +17,16 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import connect, drop_database, fails, sqlstate_of, use_db_venv
+from conftest import ALPHA_DOC, connect, drop_database, fails, sqlstate_of, two_tenant_database
 
 ROOT = Path(__file__).resolve().parents[1]
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"{k}_{SFX}" for k in ("reader", "writer", "admin", "nobody", "bravo")}
-ALPHA_DOC = (
-    "# Alpha handbook\n\nThe alpha team vacuums its tables every night at two.\n\n"
-    "## Indexes\n\nA B-tree index handles equality and range queries on sortable data.\n"
-)
-BRAVO_DOC = "# Bravo secrets\n\nThe launch code of tenant bravo is pelican-orange-42.\n"
 
 
 @pytest.fixture(scope="module")
 def adb(pg):
-    name = f"pgcite_attack_{SFX}"
-    drop_database(pg, name)
-    with pg.admin() as a:
-        a.execute(f'CREATE DATABASE "{name}"')
-    with pg.admin(name) as c:
-        c.execute("CREATE EXTENSION pgcite_python CASCADE")
-        use_db_venv(c)
-        c.execute(f"CREATE ROLE {R['reader']} LOGIN IN ROLE pgcite_reader")
-        c.execute(f"CREATE ROLE {R['writer']} LOGIN IN ROLE pgcite_writer")
-        c.execute(f"CREATE ROLE {R['admin']} LOGIN IN ROLE pgcite_admin")
-        c.execute(f"CREATE ROLE {R['nobody']} LOGIN")
-        c.execute(f"CREATE ROLE {R['bravo']} LOGIN IN ROLE pgcite_writer")
-        for tenant in ("alpha", "bravo"):
-            c.execute("SELECT rag.create_tenant(%s)", (tenant,))
-        for role in ("reader", "writer"):
-            c.execute("SELECT rag.grant_tenant('alpha', %s)", (R[role],))
-        c.execute("SELECT rag.grant_tenant('bravo', %s)", (R["bravo"],))
-        c.execute("SELECT * FROM rag.ingest('alpha', 'a.md', %s)", (ALPHA_DOC,))
-        c.execute("SELECT * FROM rag.ingest('bravo', 'b.md', %s)", (BRAVO_DOC,))
-    yield name
-    drop_database(pg, name)
-    with pg.admin() as a:
-        for role in R.values():
-            a.execute(f"DROP ROLE IF EXISTS {role}")
+    yield from two_tenant_database(pg, f"pgcite_attack_{SFX}", R)
 
 
 def snapshot(pg, db) -> dict:
