@@ -474,7 +474,9 @@ def test_another_tenants_writer_cannot_steer_or_reach_a_tenants_title_leg(pg, ad
     hold every word of alpha's questions, so that the table-wide title index (rag.tenant_title_tsv_idx) is
     full of bravo's rows. alpha's answers do not change, and alpha's title leg never reads that index: a small
     tenant reads its titles by primary key, and once a DBA built alpha's own title index, through it. No
-    tenant role (reader, writer, admin of the tenant) may build, drop or squat a title index (42501)."""
+    tenant role (reader, writer, admin of the tenant) may build, drop or squat a title index (42501), or run
+    the legs' function rag._candidates past its first statement (42501; another tenant is one that does not
+    exist, 42704)."""
     qs = ("Checkpoint tuning part 3", "dirty pages of the buffers part 7")
     tenant, other = f"t6a_{SFX}", f"t6b_{SFX}"
     with pg.admin(adb) as a:
@@ -545,6 +547,14 @@ def test_another_tenants_writer_cannot_steer_or_reach_a_tenants_title_leg(pg, ad
                 assert fails(c, f"CREATE TABLE rag.{own} ()") == "42501"
                 assert fails(c, "DROP INDEX rag.tenant_title_tsv_idx") == "42501"
                 assert fails(c, "SELECT * FROM rag._index_tenants(1, %s)", (tenant,)) == "42501"
+                # the legs' function itself (SECURITY INVOKER, writers'): a tenant's own call is refused when
+                # it reads the statistics (42501); another tenant is one that does not exist (42704)
+                leg = "SELECT * FROM rag._candidates(%s, %s, NULL, 40, rag._params())"
+                if role == "bravo":
+                    assert fails(c, leg, (other, qs[0])) == "42501"
+                    assert fails(c, leg, (tenant, qs[0])) == fails(c, leg, (f"none_{SFX}", qs[0])) == "42704"
+                else:
+                    assert fails(c, leg, (tenant, qs[0])) == "42501"
         with pg.admin(adb) as a:
             n = a.execute("SELECT rag._live_chunks(%s)", (tenant,)).fetchone()[0]
             built = [
