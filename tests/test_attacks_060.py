@@ -575,3 +575,49 @@ def test_another_tenants_writer_cannot_steer_or_reach_a_tenants_title_leg(pg, ad
             a.execute("SELECT rag.revoke_tenant(%s, %s)", (tenant, R["reader"]))
             a.execute("SELECT rag.revoke_tenant(%s, %s)", (tenant, R["admin"]))
             a.execute("SELECT rag.revoke_tenant(%s, %s)", (other, R["bravo"]))
+
+
+def test_the_database_owner_cannot_build_drop_or_squat_a_tenants_indexes(pg, adb):
+    """Attack that held (security round 6): the owner of the database administers pgcite there but is not
+    pgcite_owner. It may not build a tenant's indexes (rag._index_tenants), create an index or a table of a
+    tenant's index name in rag (what rag._candidates tests with to_regclass), drop or rebuild the title
+    indexes (42501); the tenant's answers are the same afterwards."""
+    dbo = f"t6dbo_{SFX}"
+    tenant = f"t6o_{SFX}"
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        a.execute("SELECT * FROM rag.ingest(%s, 'c.md', %s)", (tenant, TITLES_DOC))
+        a.execute(f"CREATE ROLE {dbo} LOGIN")
+        a.execute(f'ALTER DATABASE "{adb}" OWNER TO {dbo}')
+        names = a.execute(
+            "SELECT rag._tenant_index_name(%s), rag._tenant_fts_index_name(%s),"
+            " rag._tenant_title_index_name(%s)",
+            (tenant, tenant, tenant),
+        ).fetchone()
+    try:
+        with connect(pg, adb, dbo) as c:
+            before = _title_rows(c, tenant, ("Checkpoint tuning part 3",))
+            assert any(r[2] is not None for q in before for r in q)
+            assert fails(c, "SELECT * FROM rag._index_tenants(1, %s)", (tenant,)) == "42501"
+            for name in names:
+                assert fails(c, f"CREATE TABLE rag.{name} ()") == "42501"
+                assert fails(c, f"CREATE VIEW rag.{name} AS SELECT 1 AS x") == "42501"
+            ddl = f"CREATE INDEX {names[2]} ON rag.tenant_title USING gin (tsv) WHERE tenant = '{tenant}'"
+            assert fails(c, ddl) == "42501"
+            assert fails(c, "DROP INDEX rag.tenant_title_tsv_idx") == "42501"
+            assert fails(c, "REINDEX INDEX rag.tenant_title_tsv_idx") == "42501"
+            assert fails(c, "ALTER INDEX rag.tenant_title_tsv_idx SET (fastupdate = off)") == "42501"
+            assert _title_rows(c, tenant, ("Checkpoint tuning part 3",)) == before
+        with pg.admin(adb) as a:
+            assert (
+                a.execute(
+                    "SELECT count(*) FROM pg_class"
+                    " WHERE relnamespace = 'rag'::regnamespace AND relname = ANY(%s)",
+                    (list(names),),
+                ).fetchone()[0]
+                == 0
+            )
+    finally:
+        with pg.admin(adb) as a:
+            a.execute(f'ALTER DATABASE "{adb}" OWNER TO CURRENT_USER')
+            a.execute(f"DROP ROLE IF EXISTS {dbo}")
