@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -369,3 +370,226 @@ def test_what_citations_repeat_is_bounded_per_field(pg, adb):
         assert row.fetchone()[0] == "inserted"
         items[0]["title"] = "T" * 600
         assert c.execute(sql, (json.dumps(items),)).fetchone()[2] == "inserted"
+
+
+# ---------------------------------------------------------- security round 6 (the round-5 title indexes)
+
+TITLES_DOC = "\n\n".join(
+    f"# Checkpoint tuning part {i}\n\nThe checkpoint of part {i} writes dirty pages of the {i} buffers."
+    for i in range(12)
+)
+
+
+def _title_rows(c, tenant: str, questions) -> list:
+    sql = "SELECT chunk_id, rank, trgm_score, fts_score, distance, fused_score FROM rag.retrieve(%s, %s, 8)"
+    return [c.execute(sql, (q, tenant)).fetchall() for q in questions]
+
+
+def test_index_names_of_near_identical_tenants_stay_apart(pg, adb):
+    """Attack that held (security round 6): tenant names that differ only in their 63rd byte, or only in
+    case, would share an index name if the name were the tenant truncated to 63 bytes or folded. Each gets
+    its own three indexes (rag._index_tenants), whose predicates name exactly that tenant, and each tenant's
+    reader retrieves only its own chunks, title scores included, past PL/pgSQL's five-call plan caching."""
+    stem = "t6" + "x" * 60
+    tenants = (stem + "a", stem + "b", "T6case", "t6case")
+    assert all(len(t) <= 63 for t in tenants)
+    role = f"t6reader_{SFX}"
+    questions = ("Checkpoint tuning part 3", "dirty pages of the buffers")
+    with pg.admin(adb) as a:
+        for t in tenants:
+            a.execute("SELECT rag.create_tenant(%s)", (t,))
+            a.execute("SELECT * FROM rag.ingest(%s, 'c.md', %s)", (t, TITLES_DOC))
+        a.execute(f"CREATE ROLE {role} LOGIN IN ROLE pgcite_reader")
+        for t in tenants:
+            a.execute("SELECT rag.grant_tenant(%s, %s)", (t, role))
+    try:
+        with connect(pg, adb, role) as c:
+            before = {t: _title_rows(c, t, questions) for t in tenants}
+        with pg.admin(adb) as a:
+            built = a.execute(
+                "SELECT i.tenant, i.index_name FROM rag.tenant AS t "
+                "CROSS JOIN LATERAL rag._index_tenants(1, t.tenant) AS i WHERE t.tenant = ANY(%s)",
+                (list(tenants),),
+            ).fetchall()
+            assert len(built) == 3 * len(tenants)
+            assert len({n for _, n in built}) == len(built)  # twelve distinct names
+            for t, name in built:
+                pred = a.execute(
+                    "SELECT pg_get_expr(x.indpred, x.indrelid) FROM pg_index AS x"
+                    " WHERE x.indexrelid = %s::regclass",
+                    (f"rag.{name}",),
+                ).fetchone()[0]
+                assert f"tenant = '{t}'::text" in pred, (t, name, pred)
+        with connect(pg, adb, role) as c:
+            for _ in range(7):
+                for t in tenants:
+                    rows = _title_rows(c, t, questions)
+                    assert rows == before[t], t
+                    ids = [r[0] for q in rows for r in q]
+                    owners = c.execute(
+                        "SELECT DISTINCT tenant FROM rag.chunk WHERE chunk_id = ANY(%s)", (ids,)
+                    ).fetchall()
+                    assert owners == [(t,)], t
+                    assert any(r[2] is not None for q in rows for r in q), t  # the title leg contributes
+    finally:
+        with pg.admin(adb) as a:
+            for t in tenants:
+                for fn in ("_tenant_index_name", "_tenant_fts_index_name", "_tenant_title_index_name"):
+                    name = a.execute(f"SELECT rag.{fn}(%s)", (t,)).fetchone()[0]
+                    a.execute(f'DROP INDEX IF EXISTS rag."{name}"')
+                a.execute("SELECT rag.revoke_tenant(%s, %s)", (t, role))
+            a.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def test_another_tenants_writer_cannot_steer_or_reach_a_tenants_title_leg(pg, adb):
+    """Attack that held (security round 6): bravo's writer stores hundreds of titles that copy alpha's and
+    hold every word of alpha's questions, so that the table-wide title index (rag.tenant_title_tsv_idx) is
+    full of bravo's rows. alpha's answers do not change, and alpha's title leg never reads that index: a small
+    tenant reads its titles by primary key, and once a DBA built alpha's own title index, through it. No
+    tenant role (reader, writer, admin of the tenant) may build, drop or squat a title index (42501), or run
+    the legs' function rag._candidates past its first statement (42501; another tenant is one that does not
+    exist, 42704)."""
+    qs = ("Checkpoint tuning part 3", "dirty pages of the buffers part 7")
+    tenant, other = f"t6a_{SFX}", f"t6b_{SFX}"
+    with pg.admin(adb) as a:
+        for t in (tenant, other):
+            a.execute("SELECT rag.create_tenant(%s)", (t,))
+        a.execute("SELECT * FROM rag.ingest(%s, 'c.md', %s)", (tenant, TITLES_DOC))
+        a.execute("SELECT rag.grant_tenant(%s, %s)", (tenant, R["reader"]))
+        a.execute("SELECT rag.grant_tenant(%s, %s)", (other, R["bravo"]))
+        a.execute("SELECT rag.grant_tenant(%s, %s)", (tenant, R["admin"]))
+    own = None
+    try:
+        with connect(pg, adb, R["reader"]) as c:
+            before = _title_rows(c, tenant, qs)
+        assert any(r[2] is not None for q in before for r in q)
+        flood = "\n\n".join(
+            f"# Checkpoint tuning part {i % 12} dirty pages buffers {i}\n\nFiller {i} of another tenant."
+            for i in range(400)
+        )
+        with connect(pg, adb, R["bravo"]) as w:
+            w.execute("SELECT * FROM rag.ingest(%s, 'flood.md', %s)", (other, flood))
+            w.execute("SELECT * FROM rag.ingest(%s, 'copy.md', %s)", (other, TITLES_DOC))
+        with pg.admin(adb) as a:
+            a.execute("ANALYZE rag.tenant_title")
+            copied = a.execute(
+                "SELECT count(*) FROM rag.tenant_title"
+                " WHERE tenant = %s AND tsv @@ to_tsquery('english', 'checkpoint')",
+                (other,),
+            ).fetchone()[0]
+            assert copied >= 400
+            own = a.execute("SELECT rag._tenant_title_index_name(%s)", (tenant,)).fetchone()[0]
+        with connect(pg, adb, R["reader"]) as c:
+            for _ in range(7):
+                assert _title_rows(c, tenant, qs) == before
+
+        def title_scans() -> list[str]:
+            seen: list[str] = []
+            with pg.admin(adb) as a:
+                a.add_notice_handler(lambda d: seen.append(d.message_primary or ""))
+                with a.transaction():
+                    a.execute("LOAD 'auto_explain'")
+                    for s in (
+                        "auto_explain.log_min_duration = 0",
+                        "auto_explain.log_nested_statements = on",
+                        "auto_explain.log_analyze = on",
+                        "auto_explain.log_level = notice",
+                        "client_min_messages = notice",
+                    ):
+                        a.execute(f"SET LOCAL {s}")
+                    a.execute(f"SET LOCAL ROLE {R['reader']}")
+                    assert _title_rows(a, tenant, qs) == before
+            # the scans of rag.tenant_title that ran (a branch pruned by the custom plan never executes)
+            return [
+                ln
+                for p in seen
+                for ln in p.splitlines()
+                if "on tenant_title" in ln and "never executed" not in ln
+            ]
+
+        scans = title_scans()
+        assert scans and not any("tenant_title_tsv_idx" in ln for ln in scans), scans
+        assert all(int(re.search(r"actual time=\S+ rows=(\d+)", ln)[1]) <= 12 for ln in scans), scans
+        for role in ("reader", "bravo", "admin"):
+            with connect(pg, adb, R[role]) as c:
+                assert (
+                    fails(c, f"CREATE INDEX {own} ON rag.tenant_title USING gin (tsv) WHERE tenant = 'x'")
+                    == "42501"
+                )
+                assert fails(c, f"CREATE TABLE rag.{own} ()") == "42501"
+                assert fails(c, "DROP INDEX rag.tenant_title_tsv_idx") == "42501"
+                assert fails(c, "SELECT * FROM rag._index_tenants(1, %s)", (tenant,)) == "42501"
+                # the legs' function itself (SECURITY INVOKER, writers'): a tenant's own call is refused when
+                # it reads the statistics (42501); another tenant is one that does not exist (42704)
+                leg = "SELECT * FROM rag._candidates(%s, %s, NULL, 40, rag._params())"
+                if role == "bravo":
+                    assert fails(c, leg, (other, qs[0])) == "42501"
+                    assert fails(c, leg, (tenant, qs[0])) == fails(c, leg, (f"none_{SFX}", qs[0])) == "42704"
+                else:
+                    assert fails(c, leg, (tenant, qs[0])) == "42501"
+        with pg.admin(adb) as a:
+            n = a.execute("SELECT rag._live_chunks(%s)", (tenant,)).fetchone()[0]
+            built = [
+                r[0] for r in a.execute("SELECT index_name FROM rag._index_tenants(%s, %s)", (n, tenant))
+            ]
+            assert own in built
+        with connect(pg, adb, R["reader"]) as c:
+            for _ in range(7):
+                assert _title_rows(c, tenant, qs) == before
+        scans = title_scans()
+        assert scans and not any("tenant_title_tsv_idx" in ln for ln in scans), scans
+        assert all(int(re.search(r"actual time=\S+ rows=(\d+)", ln)[1]) <= 12 for ln in scans), scans
+    finally:
+        with pg.admin(adb) as a:
+            for fn in ("_tenant_index_name", "_tenant_fts_index_name", "_tenant_title_index_name"):
+                name = a.execute(f"SELECT rag.{fn}(%s)", (tenant,)).fetchone()[0]
+                a.execute(f'DROP INDEX IF EXISTS rag."{name}"')
+            a.execute("SELECT rag.revoke_tenant(%s, %s)", (tenant, R["reader"]))
+            a.execute("SELECT rag.revoke_tenant(%s, %s)", (tenant, R["admin"]))
+            a.execute("SELECT rag.revoke_tenant(%s, %s)", (other, R["bravo"]))
+
+
+def test_the_database_owner_cannot_build_drop_or_squat_a_tenants_indexes(pg, adb):
+    """Attack that held (security round 6): the owner of the database administers pgcite there but is not
+    pgcite_owner. It may not build a tenant's indexes (rag._index_tenants), create an index or a table of a
+    tenant's index name in rag (what rag._candidates tests with to_regclass), drop or rebuild the title
+    indexes (42501); the tenant's answers are the same afterwards."""
+    dbo = f"t6dbo_{SFX}"
+    tenant = f"t6o_{SFX}"
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        a.execute("SELECT * FROM rag.ingest(%s, 'c.md', %s)", (tenant, TITLES_DOC))
+        a.execute(f"CREATE ROLE {dbo} LOGIN")
+        a.execute(f'ALTER DATABASE "{adb}" OWNER TO {dbo}')
+        names = a.execute(
+            "SELECT rag._tenant_index_name(%s), rag._tenant_fts_index_name(%s),"
+            " rag._tenant_title_index_name(%s)",
+            (tenant, tenant, tenant),
+        ).fetchone()
+    try:
+        with connect(pg, adb, dbo) as c:
+            before = _title_rows(c, tenant, ("Checkpoint tuning part 3",))
+            assert any(r[2] is not None for q in before for r in q)
+            assert fails(c, "SELECT * FROM rag._index_tenants(1, %s)", (tenant,)) == "42501"
+            for name in names:
+                assert fails(c, f"CREATE TABLE rag.{name} ()") == "42501"
+                assert fails(c, f"CREATE VIEW rag.{name} AS SELECT 1 AS x") == "42501"
+            ddl = f"CREATE INDEX {names[2]} ON rag.tenant_title USING gin (tsv) WHERE tenant = '{tenant}'"
+            assert fails(c, ddl) == "42501"
+            assert fails(c, "DROP INDEX rag.tenant_title_tsv_idx") == "42501"
+            assert fails(c, "REINDEX INDEX rag.tenant_title_tsv_idx") == "42501"
+            assert fails(c, "ALTER INDEX rag.tenant_title_tsv_idx SET (fastupdate = off)") == "42501"
+            assert _title_rows(c, tenant, ("Checkpoint tuning part 3",)) == before
+        with pg.admin(adb) as a:
+            assert (
+                a.execute(
+                    "SELECT count(*) FROM pg_class"
+                    " WHERE relnamespace = 'rag'::regnamespace AND relname = ANY(%s)",
+                    (list(names),),
+                ).fetchone()[0]
+                == 0
+            )
+    finally:
+        with pg.admin(adb) as a:
+            a.execute(f'ALTER DATABASE "{adb}" OWNER TO CURRENT_USER')
+            a.execute(f"DROP ROLE IF EXISTS {dbo}")
