@@ -137,6 +137,7 @@ AS $fn$
 DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
     corrected text := p_corrected;
+    as_embedded text;  -- the question as embedded (rag._embedding_text), read by the span scores' overlap
     q tsquery := rag._fts_query(t.ts_config, corrected);
     thresholds jsonb := rag._gate_thresholds(t, p_params);
     opts jsonb := rag._answer_options(p_options);
@@ -232,7 +233,8 @@ BEGIN
 
     -- the overlap part of span scores reads the question as embedded: typo-corrected when a word was unknown to
     -- the corpus (rag._embedding_text), as the lexical path's query is
-    scored := rag._sentence_scores(rag._embedding_text(p_question, corrected), p_qemb, ids[1:n_passages]);
+    as_embedded := rag._embedding_text(p_question, corrected);
+    scored := rag._sentence_scores(as_embedded, p_qemb, ids[1:n_passages]);
     IF scored IS NULL THEN
         scored := rag._lexical_sentences(t.ts_config, q, passages);
     ELSE
@@ -252,7 +254,7 @@ BEGIN
         reach_ids := ARRAY(SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(reach) AS e);
         IF NOT EXISTS (SELECT FROM pg_catalog.unnest(reach_ids) AS r (id)
             WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
-            reach_scored := rag._sentence_scores(rag._embedding_text(p_question, corrected), p_qemb, reach_ids);
+            reach_scored := rag._sentence_scores(as_embedded, p_qemb, reach_ids);
         END IF;
         -- a section chunk is kept when its best span (lowered, with the rank penalty of its passage) comes within
         -- weights.complete of the passages' best span, or when it follows a passage (a block may carry on there):
