@@ -169,8 +169,8 @@ def test_foreign_names_need_no_rights_the_reader_lacks(pg, gate_db):
             r.execute(call)
 
 
-# --- The calibration rule (issue #11, round 6): rag._calibration_threshold, the lowest expected cost with each
-# class's scores blurred by a kernel of Silverman's bandwidth.
+# --- The calibration rule (issue #11, round 6): rag._calibration_threshold, the lowest expected cost with
+# each class's scores blurred by a kernel of Silverman's bandwidth.
 
 
 def spread(lo, hi, n):
@@ -195,7 +195,8 @@ def test_one_moved_negative_does_not_move_the_threshold_across_the_gap(pg, gate_
         low = threshold(c, pos, [*base, 0.30])
     assert high["rule"] == "smoothed_cost"
     for t in (high, low):
-        assert 0.42 < t["min_score"] <= 0.50, t  # in the gap: no answerable question lost, no negative answered
+        # in the gap: no answerable question lost, no negative answered
+        assert 0.42 < t["min_score"] <= 0.50, t
     assert abs(high["min_score"] - low["min_score"]) < 0.25 * 0.025, (high, low)
     # what it chose it reports: the bandwidths (Silverman: of the order of 0.9 * sd * n ** -0.2) and the
     # expected errors at the threshold
@@ -204,8 +205,8 @@ def test_one_moved_negative_does_not_move_the_threshold_across_the_gap(pg, gate_
 
 
 def test_calibration_threshold_follows_the_scores_and_the_cost(pg, gate_db):
-    """Scores shifted by 0.1 shift the threshold by 0.1 (it reads the scores, no constant); a dearer wrong answer
-    raises it; overlapping classes of equal spread and equal cost meet halfway."""
+    """Scores shifted by 0.1 shift the threshold by 0.1 (it reads the scores, no constant); a dearer wrong
+    answer raises it; overlapping classes of equal spread and equal cost meet halfway."""
     pos = spread(0.45, 0.85, 81)
     neg = spread(0.15, 0.55, 81)
     with pg.admin(gate_db) as c:
