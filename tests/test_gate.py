@@ -214,6 +214,8 @@ def test_calibration_threshold_follows_the_scores_and_the_cost(pg, gate_db):
         shifted = threshold(c, [x + 0.1 for x in pos], [x + 0.1 for x in neg], 1.0)["min_score"]
         t2 = threshold(c, pos, neg, 2.0)["min_score"]
         t4 = threshold(c, pos, neg, 4.0)["min_score"]
+        # rates, not counts: every negative labelled twice leaves the threshold where it was
+        doubled = threshold(c, pos, neg + neg, 1.0)["min_score"]
         # scores no question can pass with are left out; a class without a score gives no threshold
         with_nan = threshold(c, pos + [None], neg + [float("nan")], 1.0)["min_score"]
         empty = threshold(c, pos, [None], 1.0)
@@ -221,4 +223,5 @@ def test_calibration_threshold_follows_the_scores_and_the_cost(pg, gate_db):
     assert shifted == pytest.approx(t1 + 0.1, abs=0.002)
     assert t1 < t2 < t4
     assert with_nan == t1
+    assert doubled == pytest.approx(t1, abs=0.002)
     assert empty is None
