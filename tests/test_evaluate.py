@@ -320,8 +320,7 @@ def test_calibration_summary():
     smoothed = {**overlap, "rule": "smoothed_cost", "bandwidth": {"used": 0.0329}}
     assert calibration_summary("t", smoothed) == (
         "tenant t: min_score = 0.517795 from 10 questions; overlap 0.1080: lowest smoothed cost (bandwidth "
-        "0.0329), the false-answer rate weighing 2 times the false-abstention rate; at it 1 wrong answers, "
-        "0 wrong abstentions"
+        "0.0329), a wrong answer costing 2 wrong abstentions; at it 1 wrong answers, 0 wrong abstentions"
     )
     assert "no calibration" in calibration_summary("t", {})
 

@@ -214,7 +214,8 @@ def test_calibration_threshold_follows_the_scores_and_the_cost(pg, gate_db):
         shifted = threshold(c, [x + 0.1 for x in pos], [x + 0.1 for x in neg], 1.0)["min_score"]
         t2 = threshold(c, pos, neg, 2.0)["min_score"]
         t4 = threshold(c, pos, neg, 4.0)["min_score"]
-        # rates, not counts: every negative labelled twice leaves the threshold where it was
+        # as many negatives as answerable questions or more: every negative labelled twice leaves the
+        # threshold where it was (together they weigh false_answer_cost times the answerable questions)
         doubled = threshold(c, pos, neg + neg, 1.0)["min_score"]
         # scores no question can pass with are left out; a class without a score gives no threshold
         with_nan = threshold(c, pos + [None], neg + [float("nan")], 1.0)["min_score"]
@@ -225,3 +226,14 @@ def test_calibration_threshold_follows_the_scores_and_the_cost(pg, gate_db):
     assert with_nan == t1
     assert doubled == pytest.approx(t1, abs=0.002)
     assert empty is None
+
+
+def test_a_few_negatives_weigh_as_counts(pg, gate_db):
+    """Fewer negatives than answerable questions: each wrong answer costs false_answer_cost wrong abstentions,
+    so one hard negative among the answerable scores (0.55) is left answered rather than abstaining on the 14
+    answerable questions below it (weighing the error rates instead, that one negative of five would have
+    weighed 40 answerable questions)."""
+    pos = spread(0.50, 0.85, 100)
+    with pg.admin(gate_db) as c:
+        t = threshold(c, pos, [0.10, 0.20, 0.30, 0.35, 0.55])
+    assert 0.35 < t["min_score"] <= 0.50, t

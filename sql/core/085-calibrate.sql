@@ -1,19 +1,22 @@
 -- Calibrate: run labelled questions, choose the gate threshold that separates answerable from unanswerable
--- ones, store it for the tenant. The threshold is the one of lowest expected cost, the false-answer rate
--- weighing false_answer_cost (default 2) times the false-abstention rate, where each question's score is blurred
--- by a kernel of the width the scores call for (rag._calibration_threshold): the error rates as smooth curves
--- rather than steps, so that no single question (one of few hard negatives) decides the threshold (#11, round 6).
+-- ones, store it for the tenant. The threshold is the one of lowest expected cost, a wrong answer costing
+-- false_answer_cost (default 2) wrong abstentions (negatives together weighing at most that many times the
+-- answerable questions), where each question's score is blurred by a kernel of the width the scores call for
+-- (rag._calibration_threshold): the error rates as smooth curves rather than steps, so that no single question
+-- (one of few hard negatives) decides the threshold (#11, round 6).
 
 -- The threshold of lowest smoothed cost, for rag.calibrate: p_answerable and p_unanswerable are the gate scores of
 -- the two classes (NULL and NaN left out: such a question is never answered).
 --   * Each score is spread by a logistic kernel of standard deviation h: the quadratic mean, weighted by the
 --     classes' sizes, of each class's bandwidth by Silverman's rule of thumb, 0.9 * min(sd, IQR / 1.34) * n ^ -0.2
 --     (sd when the IQR is 0; the other class's when a class has one score; at least 0.001).
---   * cost(t) = mean over answerable of F((t - s) / h) + false_answer_cost * mean over unanswerable of
---     F((s - t) / h), F the kernel's distribution function: the expected false-abstention rate plus the weighted
---     expected false-answer rate at threshold t. Rates, not counts: how many questions of each class the caller
---     happened to label does not tilt the threshold (with counts, 50 more negatives moved it by 0.012 and cost
---     an answerable question; docs/BENCHMARKS.md, #11 round 6).
+--   * cost(t) = sum over answerable of F((t - s) / h) + false_answer_cost * w * sum over unanswerable of
+--     F((s - t) / h), F the kernel's distribution function: the expected false abstentions plus the weighted
+--     expected false answers at threshold t. w = min(1, answerable / unanswerable): a wrong answer costs
+--     false_answer_cost wrong abstentions, but negatives labelled beyond the number of answerable questions do
+--     not tilt the threshold further (their weight together is at most false_answer_cost times the answerable
+--     questions'; with counts, 50 more negatives moved it by 0.012 and cost an answerable question; with rates
+--     alone, each of 7 hard negatives weighed 33 answerable questions: docs/BENCHMARKS.md, #11 round 6).
 --   * t is searched on a grid of steps of a quarter of the bandwidth over the scores' range widened by
 --     four bandwidths (at most 400 steps), then on 64 steps around the best point; ties go to the higher t.
 --   * When the classes separate and that t falls outside their gap (a few questions, wide kernels: it would
@@ -56,7 +59,7 @@ AS $fn$
         SELECT y.na, y.nu, y.ha, y.hu, y.lo, y.hi, greatest(pg_catalog.sqrt((y.na * y.ha ^ 2 + y.nu * y.hu ^ 2) / (y.na + y.nu)),
             0.001) AS h
         FROM (
-            SELECT a.n AS na, u.n AS nu,
+            SELECT a.n::float8 AS na, u.n::float8 AS nu,
                 greatest(coalesce(nullif(a.h, 0), nullif(u.h, 0), 0.001), 0.001) AS ha,
                 greatest(coalesce(nullif(u.h, 0), nullif(a.h, 0), 0.001), 0.001) AS hu,
                 least(a.lo, u.lo) AS lo, greatest(a.hi, u.hi) AS hi
@@ -89,7 +92,7 @@ AS $fn$
     ),
     best_coarse AS (
         SELECT c.t, c.step FROM coarse AS c, bw
-        ORDER BY round((c.fa / bw.na + p_false_answer_cost * c.fn / bw.nu)::numeric, 9), c.t DESC
+        ORDER BY round((c.fa + p_false_answer_cost * least(1, bw.na / bw.nu) * c.fn)::numeric, 9), c.t DESC
         LIMIT 1
     ),
     fine AS (
@@ -112,7 +115,7 @@ AS $fn$
         'grid', round((SELECT b.step FROM best_coarse AS b)::numeric / 32, 9))
     FROM (
         SELECT fine.t, fine.fa, fine.fn FROM fine, bw
-        ORDER BY round((fine.fa / bw.na + p_false_answer_cost * fine.fn / bw.nu)::numeric, 9), fine.t DESC
+        ORDER BY round((fine.fa + p_false_answer_cost * least(1, bw.na / bw.nu) * fine.fn)::numeric, 9), fine.t DESC
         LIMIT 1
     ) AS f, bw,
         -- the classes' gap: lowest answerable score over highest unanswerable one, when they separate
@@ -214,8 +217,7 @@ BEGIN
     IF _calibrate.false_answer_cost IS NULL OR _calibrate.false_answer_cost <= 0 THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'false_answer_cost must be a positive number (the false-answer rate weighs that many times the '
-                || 'false-abstention rate)';
+            MESSAGE = 'false_answer_cost must be a positive number (a wrong answer costs that many wrong abstentions)';
     END IF;
     n := pg_catalog.jsonb_array_length(_calibrate.questions);
 
@@ -320,8 +322,8 @@ $fn$;
 COMMENT ON FUNCTION rag.calibrate(text, jsonb, float8) IS
 'Runs labelled questions [{id, question, expect, kind, query_embedding (optional: 384 numbers, else embedded '
 'in-database)}] against a tenant, chooses its gate threshold '
-'(the lowest expected cost with the scores blurred by a kernel of Silverman''s bandwidth, the false-answer rate '
-'weighing false_answer_cost times the false-abstention rate), '
+'(the lowest expected cost with the scores blurred by a kernel of Silverman''s bandwidth, a wrong answer costing '
+'false_answer_cost wrong abstentions, negatives beyond the number of answerable questions not tilting it further), '
 'stores it in rag.tenant.gate with the ids used, and returns the table it decided from. Needs pgcite_admin.';
 
 REVOKE ALL ON FUNCTION rag.calibrate(text, jsonb, float8) FROM PUBLIC;

@@ -434,8 +434,8 @@ def calibration_summary(tenant: str, gate: Mapping[str, Any]) -> str:
     if rule == "smoothed_cost":
         bandwidth = (gate.get("bandwidth") or {}).get("used")
         how = (
-            f"{shape}: lowest smoothed cost (bandwidth {bandwidth}), the false-answer rate weighing "
-            f"{gate.get('false_answer_cost')} times the false-abstention rate"
+            f"{shape}: lowest smoothed cost (bandwidth {bandwidth}), a wrong answer costing "
+            f"{gate.get('false_answer_cost')} wrong abstentions"
         )
     elif rule == "midpoint_of_gap" or gate.get("separable"):
         # rule midpoint_of_gap (0.7.0), or a calibration stored before 0.7.0
