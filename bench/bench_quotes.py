@@ -6,8 +6,9 @@
    $DATABASE_URL, else on a private cluster under /var/tmp/pgcite-bench-quotes (started if needed), with
    pgcite and pgcite_python as installed (`make install` first).
 2. Tenant `pgdocs`: the 33 files of eval/pgdocs-corpus.txt from Debian's manual (as tests/test_manual.py).
-3. `rag.calibrate` on the calibration split of eval/pgdocs-dev.jsonl (what `pgcite calibrate` does); with
-   --calibrate-offtopic on that of eval/offtopic.jsonl too.
+3. `rag.calibrate` on the calibration splits of eval/pgdocs-dev.jsonl and eval/offtopic.jsonl (what
+   `pgcite calibrate` does; since #11 round 6 its rule uses every labelled negative); with
+   --calibrate-dev-only on the dev set's only (its 7 hard negatives), as before round 6.
 4. `pgcite eval`'s scoring on the calibration and test splits of eval/pgdocs-dev.jsonl and
    eval/offtopic.jsonl; one table, and with --out each run's per-question results as JSON (misses: the
    answer given next to answer_has).
@@ -170,9 +171,9 @@ def main() -> int:
         "--core", action="store_true", help="also the core-only lexical path (dev set, gate open)"
     )
     ap.add_argument(
-        "--calibrate-offtopic",
+        "--calibrate-dev-only",
         action="store_true",
-        help="rag.calibrate also on eval/offtopic.jsonl's calibration split (default: the dev set's only)",
+        help="rag.calibrate on the dev set's calibration split only (default: and offtopic.jsonl's)",
     )
     args = ap.parse_args()
 
@@ -187,10 +188,11 @@ def main() -> int:
         Client(dsn) as client,
     ):
         calib = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", "calibration")
-        if args.calibrate_offtopic:
+        if not args.calibrate_dev_only:
             calib += load_questions(ROOT / "eval" / "offtopic.jsonl", "calibration")
         client.calibrate(TENANT, [q.for_calibrate() for q in calib])
-        min_score = client.tenant_gate(TENANT).get("min_score")
+        gate = client.tenant_gate(TENANT)
+        min_score = gate.get("min_score")
         options = json.loads(args.options)
         for file, split in RUNS:
             if args.calibration_only and split != "calibration":
@@ -241,8 +243,13 @@ def main() -> int:
     def pct(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"
 
-    on = "pgdocs-dev + offtopic" if args.calibrate_offtopic else "pgdocs-dev"
-    print(f"min_score (calibrated on {on} calibration) {float(min_score):.6f}")
+    on = "pgdocs-dev" if args.calibrate_dev_only else "pgdocs-dev + offtopic"
+    print(
+        f"min_score (calibrated on {on} calibration) {float(min_score):.6f}: rule {gate.get('rule')}, "
+        f"bandwidth {json.dumps(gate.get('bandwidth'))}, expected false abstain / answer "
+        f"{gate.get('expected_false_abstain')} / {gate.get('expected_false_answer')}; on the calibration "
+        f"questions {gate.get('false_abstain')} / {gate.get('false_answer')}"
+    )
     if weights:
         print(f"rag._quote_weights() for this run: {json.dumps(weights)} over the installed values")
     print(

@@ -10,8 +10,8 @@ of this file (chapter by chapter: idx, fts, mnt, bak; for out_of_corpus the
 hard negatives first, then the easy ones) and alternately assigned
 calibration, test, calibration, ...  So each kind alternates within each
 chapter and is split about half/half overall.  tiny.jsonl is all "test".
-DEV_CALIBRATION and OFFTOPIC_CALIBRATION (session 7) are appended after them, all
-"calibration": the test split stays the one earlier rounds scored.
+DEV_CALIBRATION and OFFTOPIC_CALIBRATION (session 7) and OFFTOPIC_CALIBRATION_2 (session 8) are appended
+after them, all "calibration": the test split stays the one earlier rounds scored.
 """
 
 import json
@@ -1938,6 +1938,63 @@ OFFTOPIC_CALIBRATION = [
 ]
 
 
+# Session 8 (issue #11, round 6): short generic questions whose few words the chapters use in other senses ("How
+# do I copy a file?" is the kind), written before pgcite was run on any of them, to measure the gate's signals
+# for such questions and to give rag.calibrate more negatives. All in the calibration split (not alternated).
+OFFTOPIC_CALIBRATION_2 = [
+    "What is a socket?",
+    "How do I rename a file?",
+    "What is a function?",
+    "How do I delete a folder?",
+    "What is a bookmark?",
+    "What is a string?",
+    "How do I move a file to another directory?",
+    "What is a hash table?",
+    "What is a queue?",
+    "How do I merge two lists?",
+    "What is a driver?",
+    "What is a process?",
+    "How do I close a window?",
+    "What is a record?",
+    "How do I print a document?",
+    "What is a register?",
+    "How do I open a terminal?",
+    "What is a tree?",
+    "How do I undo my last change?",
+    "What is a stack?",
+    "How do I find a word in a file?",
+    "What is the scope of a variable?",
+    "How do I compare two files?",
+    "What is an object?",
+    "How do I resize an image?",
+    "What is a class method?",
+    "How do I count the lines in a file?",
+    "What is a binary number?",
+    "How do I join two strings?",
+    "What is a map?",
+    "How do I reverse a list?",
+    "What is a byte?",
+    "How do I change my password?",
+    "How do I lock my screen?",
+    "What is a block?",
+    "How do I unzip a file?",
+    "How do I sort numbers in descending order?",
+    "What is a set?",
+    "How do I empty the trash?",
+    "What is a buffer?",
+    "How do I write a loop?",
+    "What is a module?",
+    "How do I schedule a meeting?",
+    "How do I copy text?",
+    "How do I restart a service?",
+    "How do I mute my microphone?",
+    "How do I save a file?",
+    "What is a cursor?",
+    "How do I clean my keyboard?",
+    "What is a compiler?",
+]
+
+
 def record(qid, kind, question, expect, split):
     r = {"id": qid, "question": question, "expect": expect, "kind": kind, "split": split}
     if qid in ANSWER_HAS:
@@ -1972,7 +2029,7 @@ def main():
     start = len(OFFTOPIC) + 1
     offtopic_calibration = [
         record(f"off-{i:03d}", O, text, [], "calibration")
-        for i, text in enumerate(OFFTOPIC_CALIBRATION, start=start)
+        for i, text in enumerate(OFFTOPIC_CALIBRATION + OFFTOPIC_CALIBRATION_2, start=start)
     ]
     write(os.path.join(HERE, "offtopic.jsonl"), assign_splits(offtopic) + offtopic_calibration)
 

@@ -293,8 +293,8 @@ def test_shipped_question_sets_load():
     tiny = load_questions(ROOT / "eval" / "tiny.jsonl", "test")
     assert [x.kind for x in tiny].count("out_of_corpus") == 2
     off = load_questions(ROOT / "eval" / "offtopic.jsonl")
-    assert len(off) == 361 and {x.kind for x in off} == {"out_of_corpus"}
-    assert len(load_questions(ROOT / "eval" / "offtopic.jsonl", "calibration")) == 206
+    assert len(off) == 411 and {x.kind for x in off} == {"out_of_corpus"}
+    assert len(load_questions(ROOT / "eval" / "offtopic.jsonl", "calibration")) == 256
     assert len(load_questions(ROOT / "eval" / "offtopic.jsonl", "test")) == 155
 
 
@@ -316,6 +316,11 @@ def test_calibration_summary():
     assert calibration_summary("t", overlap) == (
         "tenant t: min_score = 0.517795 from 10 questions; overlap 0.1080: lowest cost, a wrong answer "
         "costing 2 wrong abstentions; at it 1 wrong answers, 0 wrong abstentions"
+    )
+    smoothed = {**overlap, "rule": "smoothed_cost", "bandwidth": {"used": 0.0329}}
+    assert calibration_summary("t", smoothed) == (
+        "tenant t: min_score = 0.517795 from 10 questions; overlap 0.1080: lowest smoothed cost (bandwidth "
+        "0.0329), a wrong answer costing 2 wrong abstentions; at it 1 wrong answers, 0 wrong abstentions"
     )
     assert "no calibration" in calibration_summary("t", {})
 

@@ -167,3 +167,73 @@ def test_foreign_names_need_no_rights_the_reader_lacks(pg, gate_db):
     ):
         with connect(pg, gate_db, READER) as r, pytest.raises(psycopg.errors.InsufficientPrivilege):
             r.execute(call)
+
+
+# --- The calibration rule (issue #11, round 6): rag._calibration_threshold, the lowest expected cost with
+# each class's scores blurred by a kernel of Silverman's bandwidth.
+
+
+def spread(lo, hi, n):
+    return [round(lo + (hi - lo) * i / (n - 1), 6) for i in range(n)]
+
+
+def threshold(c, answerable, unanswerable, cost=2.0):
+    return c.execute(
+        "SELECT rag._calibration_threshold(%s::float8[], %s::float8[], %s)", (answerable, unanswerable, cost)
+    ).fetchone()[0]
+
+
+def test_one_moved_negative_does_not_move_the_threshold_across_the_gap(pg, gate_db):
+    """A constructed score set: 100 answerable scores from 0.50 to 0.85, 200 negatives from 0.10 to 0.42, and
+    one hard negative at 0.47 in the gap. The midpoint of the gap (the rule before 0.7.0) is 0.485 with it and
+    0.46 when that one negative drops to 0.30: one question moved the threshold by 0.025. The smoothed rule
+    moves by a small fraction of that and keeps every answerable question."""
+    pos = spread(0.50, 0.85, 100)
+    base = spread(0.10, 0.42, 200)
+    with pg.admin(gate_db) as c:
+        high = threshold(c, pos, [*base, 0.47])
+        low = threshold(c, pos, [*base, 0.30])
+    assert high["rule"] == "smoothed_cost"
+    for t in (high, low):
+        # in the gap: no answerable question lost, no negative answered
+        assert 0.42 < t["min_score"] <= 0.50, t
+    assert abs(high["min_score"] - low["min_score"]) < 0.25 * 0.025, (high, low)
+    # what it chose it reports: the bandwidths (Silverman: of the order of 0.9 * sd * n ** -0.2) and the
+    # expected errors at the threshold
+    assert 0.01 < high["bandwidth"]["used"] < 0.1
+    assert high["expected_false_abstain"] >= 0 and high["expected_false_answer"] >= 0
+
+
+def test_calibration_threshold_follows_the_scores_and_the_cost(pg, gate_db):
+    """Scores shifted by 0.1 shift the threshold by 0.1 (it reads the scores, no constant); a dearer wrong
+    answer raises it; overlapping classes of equal spread and equal cost meet halfway."""
+    pos = spread(0.45, 0.85, 81)
+    neg = spread(0.15, 0.55, 81)
+    with pg.admin(gate_db) as c:
+        t1 = threshold(c, pos, neg, 1.0)["min_score"]
+        shifted = threshold(c, [x + 0.1 for x in pos], [x + 0.1 for x in neg], 1.0)["min_score"]
+        t2 = threshold(c, pos, neg, 2.0)["min_score"]
+        t4 = threshold(c, pos, neg, 4.0)["min_score"]
+        # as many negatives as answerable questions or more: every negative labelled twice leaves the
+        # threshold where it was (together they weigh false_answer_cost times the answerable questions)
+        doubled = threshold(c, pos, neg + neg, 1.0)["min_score"]
+        # scores no question can pass with are left out; a class without a score gives no threshold
+        with_nan = threshold(c, pos + [None], neg + [float("nan")], 1.0)["min_score"]
+        empty = threshold(c, pos, [None], 1.0)
+    assert t1 == pytest.approx(0.50, abs=0.005)
+    assert shifted == pytest.approx(t1 + 0.1, abs=0.002)
+    assert t1 < t2 < t4
+    assert with_nan == t1
+    assert doubled == pytest.approx(t1, abs=0.002)
+    assert empty is None
+
+
+def test_a_few_negatives_weigh_as_counts(pg, gate_db):
+    """Fewer negatives than answerable questions: each wrong answer costs false_answer_cost wrong abstentions,
+    so one hard negative among the answerable scores (0.55) is left answered rather than abstaining on the 14
+    answerable questions below it (weighing the error rates instead, that one negative of five would have
+    weighed 40 answerable questions)."""
+    pos = spread(0.50, 0.85, 100)
+    with pg.admin(gate_db) as c:
+        t = threshold(c, pos, [0.10, 0.20, 0.30, 0.35, 0.55])
+    assert 0.35 < t["min_score"] <= 0.50, t

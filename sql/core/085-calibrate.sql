@@ -1,7 +1,133 @@
 -- Calibrate: run labelled questions, choose the gate threshold that separates answerable from unanswerable
--- ones, store it for the tenant. Midpoint of the gap when they separate; otherwise the threshold with the
--- lowest cost, where a wrong answer costs false_answer_cost (default 2) wrong abstentions (ties: fewer wrong
--- answers, then the higher threshold), reported with the overlap.
+-- ones, store it for the tenant. The threshold is the one of lowest expected cost, a wrong answer costing
+-- false_answer_cost (default 2) wrong abstentions (negatives together weighing at most that many times the
+-- answerable questions), where each question's score is blurred by a kernel of the width the scores call for
+-- (rag._calibration_threshold): the error rates as smooth curves rather than steps, so that no single question
+-- (one of few hard negatives) decides the threshold (#11, round 6).
+
+-- The threshold of lowest smoothed cost, for rag.calibrate: p_answerable and p_unanswerable are the gate scores of
+-- the two classes (NULL and NaN left out: such a question is never answered).
+--   * Each score is spread by a logistic kernel of standard deviation h: the quadratic mean, weighted by the
+--     classes' sizes, of each class's bandwidth by Silverman's rule of thumb, 0.9 * min(sd, IQR / 1.34) * n ^ -0.2
+--     (sd when the IQR is 0; the other class's when a class has one score; at least 0.001).
+--   * cost(t) = sum over answerable of F((t - s) / h) + false_answer_cost * w * sum over unanswerable of
+--     F((s - t) / h), F the kernel's distribution function: the expected false abstentions plus the weighted
+--     expected false answers at threshold t. w = min(1, answerable / unanswerable): a wrong answer costs
+--     false_answer_cost wrong abstentions, but negatives labelled beyond the number of answerable questions do
+--     not tilt the threshold further (their weight together is at most false_answer_cost times the answerable
+--     questions'; with counts, 50 more negatives moved it by 0.012 and cost an answerable question; with rates
+--     alone, each of 7 hard negatives weighed 33 answerable questions: docs/BENCHMARKS.md, #11 round 6).
+--   * t is searched on a grid of steps of a quarter of the bandwidth over the scores' range widened by
+--     four bandwidths (at most 400 steps), then on 64 steps around the best point; ties go to the higher t.
+--   * When the classes separate and that t falls outside their gap (a few questions, wide kernels: it would
+--     answer a negative or abstain on an answerable question of the set), the midpoint of the gap instead
+--     (rule 'midpoint_of_gap').
+-- Cost O(n log n) for the bandwidths plus O(464 n) for the grids. Returns {min_score, rule, bandwidth,
+-- expected_false_abstain, expected_false_answer, grid}.
+CREATE OR REPLACE FUNCTION rag._calibration_threshold(
+    p_answerable float8[], p_unanswerable float8[], p_false_answer_cost float8
+)
+RETURNS jsonb
+LANGUAGE sql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    WITH s AS MATERIALIZED (
+        SELECT true AS answerable, v FROM pg_catalog.unnest(p_answerable) AS a (v)
+        WHERE v IS NOT NULL AND v <> 'NaN'::float8 AND v BETWEEN -1e6 AND 1e6
+        UNION ALL
+        SELECT false, v FROM pg_catalog.unnest(p_unanswerable) AS u (v)
+        WHERE v IS NOT NULL AND v <> 'NaN'::float8 AND v BETWEEN -1e6 AND 1e6
+    ),
+    st AS (
+        SELECT s.answerable, pg_catalog.count(*) AS n, min(s.v) AS lo, max(s.v) AS hi,
+            0.9 * CASE
+                WHEN pg_catalog.percentile_cont(0.75) WITHIN GROUP (ORDER BY s.v)
+                    - pg_catalog.percentile_cont(0.25) WITHIN GROUP (ORDER BY s.v) > 0
+                    THEN least(pg_catalog.stddev_samp(s.v),
+                        (pg_catalog.percentile_cont(0.75) WITHIN GROUP (ORDER BY s.v)
+                            - pg_catalog.percentile_cont(0.25) WITHIN GROUP (ORDER BY s.v)) / 1.34)
+                ELSE pg_catalog.stddev_samp(s.v)
+            END * pg_catalog.power(pg_catalog.count(*)::float8, -0.2) AS h
+        FROM s
+        GROUP BY s.answerable
+    ),
+    -- one bandwidth for both classes: the class bandwidths' quadratic mean weighted by the classes' sizes (a class
+    -- of a few questions neither widens nor narrows the kernel much)
+    bw AS (
+        SELECT y.na, y.nu, y.ha, y.hu, y.lo, y.hi, greatest(pg_catalog.sqrt((y.na * y.ha ^ 2 + y.nu * y.hu ^ 2) / (y.na + y.nu)),
+            0.001) AS h
+        FROM (
+            SELECT a.n::float8 AS na, u.n::float8 AS nu,
+                greatest(coalesce(nullif(a.h, 0), nullif(u.h, 0), 0.001), 0.001) AS ha,
+                greatest(coalesce(nullif(u.h, 0), nullif(a.h, 0), 0.001), 0.001) AS hu,
+                least(a.lo, u.lo) AS lo, greatest(a.hi, u.hi) AS hi
+            FROM st AS a, st AS u
+            WHERE a.answerable AND NOT u.answerable
+        ) AS y
+    ),
+    coarse_grid AS (
+        SELECT r.lo, r.step, g.i, r.lo + g.i * r.step AS t
+        FROM (
+            SELECT x.lo, x.width / x.n AS step, x.n
+            FROM (
+                SELECT bw.lo - 4 * bw.h AS lo, bw.hi - bw.lo + 8 * bw.h AS width,
+                    least(400, greatest(16, pg_catalog.ceil((bw.hi - bw.lo + 8 * bw.h) / (bw.h / 4))))::integer AS n
+                FROM bw
+            ) AS x
+        ) AS r,
+            pg_catalog.generate_series(0, r.n) AS g (i)
+    ),
+    -- the kernel's distribution function at each grid point, summed per class (a logistic of standard deviation
+    -- h: scale h * sqrt(3) / pi; its argument clamped, far points count 0 or 1)
+    coarse AS (
+        SELECT cg.t, cg.step,
+            sum(CASE WHEN s.answerable THEN 1 / (1 + exp(-greatest(least(1.813799364 * (cg.t - s.v) / bw.h, 60), -60)))
+                ELSE 0 END) AS fa,
+            sum(CASE WHEN s.answerable THEN 0
+                ELSE 1 / (1 + exp(-greatest(least(1.813799364 * (s.v - cg.t) / bw.h, 60), -60))) END) AS fn
+        FROM coarse_grid AS cg, s, bw
+        GROUP BY cg.t, cg.step
+    ),
+    best_coarse AS (
+        SELECT c.t, c.step FROM coarse AS c, bw
+        ORDER BY round((c.fa + p_false_answer_cost * least(1, bw.na / bw.nu) * c.fn)::numeric, 9), c.t DESC
+        LIMIT 1
+    ),
+    fine AS (
+        SELECT b.t - b.step + g.i * b.step / 32 AS t,
+            sum(CASE WHEN s.answerable THEN 1 / (1 + exp(-greatest(least(
+                1.813799364 * ((b.t - b.step + g.i * b.step / 32) - s.v) / bw.h, 60), -60))) ELSE 0 END) AS fa,
+            sum(CASE WHEN s.answerable THEN 0 ELSE 1 / (1 + exp(-greatest(least(
+                1.813799364 * (s.v - (b.t - b.step + g.i * b.step / 32)) / bw.h, 60), -60))) END) AS fn
+        FROM best_coarse AS b, pg_catalog.generate_series(0, 64) AS g (i), s, bw
+        GROUP BY g.i, b.t, b.step
+    )
+    SELECT pg_catalog.jsonb_build_object(
+        'min_score', round((CASE WHEN x.outside THEN (g.lo + g.hi) / 2 ELSE f.t END)::numeric, 6)::float8,
+        'rule', CASE WHEN x.outside THEN 'midpoint_of_gap' ELSE 'smoothed_cost' END,
+        'bandwidth', pg_catalog.jsonb_build_object(
+            'used', round(bw.h::numeric, 6), 'answerable', round(bw.ha::numeric, 6),
+            'out_of_corpus', round(bw.hu::numeric, 6)),
+        'expected_false_abstain', round(f.fa::numeric, 3),
+        'expected_false_answer', round(f.fn::numeric, 3),
+        'grid', round((SELECT b.step FROM best_coarse AS b)::numeric / 32, 9))
+    FROM (
+        SELECT fine.t, fine.fa, fine.fn FROM fine, bw
+        ORDER BY round((fine.fa + p_false_answer_cost * least(1, bw.na / bw.nu) * fine.fn)::numeric, 9), fine.t DESC
+        LIMIT 1
+    ) AS f, bw,
+        -- the classes' gap: lowest answerable score over highest unanswerable one, when they separate
+        (SELECT min(s.v) FILTER (WHERE s.answerable) AS lo, max(s.v) FILTER (WHERE NOT s.answerable) AS hi
+         FROM s) AS g
+        CROSS JOIN LATERAL (SELECT g.lo > g.hi AND NOT (f.t > g.hi AND f.t <= g.lo) AS outside) AS x
+$fn$;
+COMMENT ON FUNCTION rag._calibration_threshold(float8[], float8[], float8) IS
+'Internal: rag.calibrate''s threshold, the lowest expected cost with the scores of each class blurred by a '
+'logistic kernel of Silverman''s bandwidth (the midpoint of the gap when the classes separate and it falls '
+'outside): {min_score, rule, bandwidth, expected_false_abstain, '
+'expected_false_answer, grid}; NULL when a class has no score.';
 
 -- The calibration table rag.calibrate decides from, as rows (kept as a JSON array while it is built).
 CREATE OR REPLACE FUNCTION rag._calibration_rows(p_rows jsonb)
@@ -47,7 +173,7 @@ DECLARE
     threshold float8;
     min_answerable float8;
     max_unanswerable float8;
-    best record;
+    chosen jsonb;
     decided jsonb;
 BEGIN
     IF _calibrate.questions IS NULL OR pg_catalog.jsonb_typeof(_calibrate.questions) <> 'array' THEN
@@ -127,47 +253,26 @@ BEGIN
     INTO min_answerable, max_unanswerable
     FROM rag._calibration_rows(rows_so_far) AS c;
 
-    IF min_answerable > max_unanswerable THEN
-        threshold := (min_answerable + max_unanswerable) / 2;
-    ELSE
-        -- candidate thresholds: midpoints between consecutive distinct scores, and the ends. Each one's false
-        -- abstentions (answerable, score < th) and false answers (not answerable, score >= th) counted in one
-        -- sorted pass over the scores and the thresholds together, a threshold before the scores equal to it
-        -- (counting the rows for each threshold was quadratic: 1.3 s at 3,000 questions; security round 5)
-        WITH cal AS MATERIALIZED (
-            SELECT c.score, c.answerable FROM rag._calibration_rows(rows_so_far) AS c
-        ),
-        x AS (
-            SELECT (s.score + coalesce(pg_catalog.lead(s.score) OVER (ORDER BY s.score), s.score + 0.001)) / 2 AS th
-            FROM (SELECT DISTINCT cal.score FROM cal) AS s
-        ),
-        u AS (
-            SELECT cal.score AS v, 1 AS kind, CASE WHEN cal.answerable THEN 1 ELSE 0 END AS a,
-                CASE WHEN cal.answerable THEN 0 ELSE 1 END AS na
-            FROM cal
-            UNION ALL
-            SELECT x.th, 0, 0, 0 FROM x
-        )
-        SELECT y.th, y.fa, y.fn
-        INTO best
-        FROM (
-            SELECT u.v AS th, u.kind,
-                CASE WHEN u.v IS NULL THEN 0 ELSE sum(u.a) OVER w END AS fa,
-                CASE WHEN u.v IS NULL THEN 0 ELSE (
-                    SELECT count(*) FROM cal WHERE NOT cal.answerable AND cal.score IS NOT NULL
-                ) - sum(u.na) OVER w END AS fn
-            FROM u
-            WINDOW w AS (ORDER BY u.v, u.kind ROWS UNBOUNDED PRECEDING)
-        ) AS y
-        WHERE y.kind = 0
-        ORDER BY y.fa + _calibrate.false_answer_cost * y.fn, y.fn, y.th DESC
-        LIMIT 1;
-        threshold := best.th;
+    -- the lowest expected cost with each score blurred by its class's kernel: no one question decides it
+    -- (the midpoint of the gap, before 0.7.0, moved with the highest negative)
+    chosen := rag._calibration_threshold(
+        ARRAY(SELECT c.score FROM rag._calibration_rows(rows_so_far) AS c WHERE c.answerable),
+        ARRAY(SELECT c.score FROM rag._calibration_rows(rows_so_far) AS c WHERE NOT c.answerable),
+        _calibrate.false_answer_cost);
+    IF chosen IS NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'data_exception',
+            MESSAGE = 'calibration needs a gate score for at least one answerable and one out_of_corpus question',
+            HINT = 'Every question of one class scored NULL or NaN (chunks stored with a zero vector?).';
     END IF;
-    threshold := round(threshold::numeric, 6)::float8;
+    threshold := (chosen ->> 'min_score')::float8;
 
     decided := pg_catalog.jsonb_build_object(
         'min_score', threshold,
+        'rule', chosen -> 'rule',
+        'bandwidth', chosen -> 'bandwidth',
+        'expected_false_abstain', chosen -> 'expected_false_abstain',
+        'expected_false_answer', chosen -> 'expected_false_answer',
         'separable', min_answerable > max_unanswerable,
         'gap', round((min_answerable - max_unanswerable)::numeric, 6),
         'false_abstain', (SELECT count(*) FROM rag._calibration_rows(rows_so_far) AS c WHERE c.answerable AND c.score < threshold),
@@ -185,14 +290,12 @@ BEGIN
             ERRCODE = 'insufficient_privilege',
             MESSAGE = 'only pgcite_admin (or a superuser) can store a tenant''s calibration';
     END IF;
-    IF min_answerable > max_unanswerable THEN
-        RAISE NOTICE 'calibrate: separable; gap % ; min_score = % (midpoint)',
-            round((min_answerable - max_unanswerable)::numeric, 4), threshold;
-    ELSE
-        RAISE NOTICE 'calibrate: overlap of % ; min_score = % (lowest cost: % wrong answers, % wrong abstentions)',
-            round((max_unanswerable - min_answerable)::numeric, 4), threshold,
-            decided ->> 'false_answer', decided ->> 'false_abstain';
-    END IF;
+    RAISE NOTICE 'calibrate: min_score = % (lowest smoothed cost, bandwidths % / %): % wrong answers, % wrong '
+        'abstentions; %', threshold, chosen -> 'bandwidth' ->> 'answerable', chosen -> 'bandwidth' ->> 'out_of_corpus',
+        decided ->> 'false_answer', decided ->> 'false_abstain',
+        CASE WHEN min_answerable > max_unanswerable
+            THEN 'separable, gap ' || round((min_answerable - max_unanswerable)::numeric, 4)
+            ELSE 'overlap of ' || round((max_unanswerable - min_answerable)::numeric, 4) END;
     RAISE NOTICE 'calibrate: these questions must not be used to score this tenant (see rag.tenant.gate.calibrated_on)';
 
     RETURN QUERY
@@ -219,8 +322,8 @@ $fn$;
 COMMENT ON FUNCTION rag.calibrate(text, jsonb, float8) IS
 'Runs labelled questions [{id, question, expect, kind, query_embedding (optional: 384 numbers, else embedded '
 'in-database)}] against a tenant, chooses its gate threshold '
-'(midpoint of the gap between answerable and out_of_corpus scores, or the lowest cost when they overlap, a wrong '
-'answer costing false_answer_cost wrong abstentions), '
+'(the lowest expected cost with the scores blurred by a kernel of Silverman''s bandwidth, a wrong answer costing '
+'false_answer_cost wrong abstentions, negatives beyond the number of answerable questions not tilting it further), '
 'stores it in rag.tenant.gate with the ids used, and returns the table it decided from. Needs pgcite_admin.';
 
 REVOKE ALL ON FUNCTION rag.calibrate(text, jsonb, float8) FROM PUBLIC;

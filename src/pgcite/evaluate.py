@@ -429,12 +429,21 @@ def calibration_summary(tenant: str, gate: Mapping[str, Any]) -> str:
     if "min_score" not in gate:
         return f"tenant {tenant} has no calibration: the gate uses pgcite.min_score (default 0.5)"
     gap = float(gate.get("gap", 0.0))
-    how = (
-        f"separable (gap {gap:.4f}): midpoint"
-        if gate.get("separable")
-        else f"overlap {-gap:.4f}: lowest cost, a wrong answer costing {gate.get('false_answer_cost')} "
-        "wrong abstentions"
-    )
+    shape = f"separable (gap {gap:.4f})" if gate.get("separable") else f"overlap {-gap:.4f}"
+    rule = gate.get("rule")
+    if rule == "smoothed_cost":
+        bandwidth = (gate.get("bandwidth") or {}).get("used")
+        how = (
+            f"{shape}: lowest smoothed cost (bandwidth {bandwidth}), a wrong answer costing "
+            f"{gate.get('false_answer_cost')} wrong abstentions"
+        )
+    elif rule == "midpoint_of_gap" or gate.get("separable"):
+        # rule midpoint_of_gap (0.7.0), or a calibration stored before 0.7.0
+        how = f"{shape}: midpoint"
+    else:
+        how = (
+            f"{shape}: lowest cost, a wrong answer costing {gate.get('false_answer_cost')} wrong abstentions"
+        )
     threshold = float(gate["min_score"])
     errors = f"{gate.get('false_answer')} wrong answers, {gate.get('false_abstain')} wrong abstentions"
     decided = f"tenant {tenant}: min_score = {threshold:.6g} from {gate.get('questions')} questions"
