@@ -145,6 +145,65 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
         assert not any(h in p for p in seen for h in hnsw), i
 
 
+def test_own_index_path_gives_a_reader_the_rows_of_exact_search_ties_included(conn):
+    """Through the tenant's own HNSW index the vector leg ranks the index scan's rows by the distances and
+    tie-break keys the scan read (no second read by primary key): a tenant reader gets every row and column of
+    exact search, past PL/pgSQL's five-call plan caching, also where two documents hold the same chunks (equal
+    distances, ordered by doc_key then chunk_index)."""
+    role = "own_reader_" + uuid.uuid4().hex[:6]
+    conn.execute("SELECT rag.create_tenant('twin')")
+    for key in ("b.md", "a.md"):  # the same text twice: every distance tied between the two documents
+        conn.execute("SELECT * FROM rag.ingest('twin', %s, %s)", (key, doc(25, "checkpoint")))
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('twin', %s)", (role,))
+    sql = (
+        "SELECT rank, chunk_id, doc_key, chunk_index, distance, trgm_score, fts_score, fused_score "
+        "FROM rag.retrieve(%s, 'twin', 10)"
+    )
+    questions = (Q, "checkpoint topic 3", WRAP)
+
+    def as_reader(log: bool = False) -> tuple[list, list[str]]:
+        seen: list[str] = []
+
+        def handler(d) -> None:
+            seen.append(d.message_primary or "")
+
+        if log:  # auto_explain set up by the owner, then the reader's calls logged
+            conn.execute("LOAD 'auto_explain'")
+            for s in (
+                "auto_explain.log_min_duration = 0",
+                "auto_explain.log_nested_statements = on",
+                "auto_explain.log_level = notice",
+                "client_min_messages = notice",
+            ):
+                conn.execute(f"SET LOCAL {s}")
+            conn.add_notice_handler(handler)
+        conn.execute(f"SET LOCAL ROLE {role}")
+        try:
+            return [conn.execute(sql, (q,)).fetchall() for q in questions], seen
+        finally:
+            conn.execute("RESET ROLE")
+            if log:
+                conn.remove_notice_handler(handler)
+                conn.execute("SET LOCAL auto_explain.log_min_duration = -1")
+
+    exact, _ = as_reader()
+    # ties are there to break: the same chunk of both documents at the same distance, a.md first
+    pairs = [(rows[i], rows[i + 1]) for rows in exact for i in range(len(rows) - 1)]
+    tied = [(x, y) for x, y in pairs if x[4] == y[4] and x[3] == y[3]]
+    assert tied and all((x[2], y[2]) == ("a.md", "b.md") for x, y in tied)
+    n = conn.execute("SELECT rag._live_chunks('twin')").fetchone()[0]
+    assert n >= 40
+    built = [r[0] for r in conn.execute("SELECT index_name FROM rag._index_tenants(%s, 'twin')", (n,))]
+    assert conn.execute("SELECT rag._tenant_index_name('twin')").fetchone()[0] in built
+    for i in range(7):
+        rows, seen = as_reader(log=i in (0, 6))
+        assert rows == exact, i
+        if seen:  # the index path ran: the ANN query with the scan's distances and keys
+            ann = [p for p in seen if "ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2" in p]
+            assert len(ann) == len(questions) and all("AS raw" in p for p in ann), i
+
+
 WRAP = "How do I prevent transaction ID wraparound failures?"
 
 

@@ -303,6 +303,10 @@ DECLARE
     fts_ids bigint [];
     use_ann boolean := false;
     ann_ids bigint [];
+    -- the ANN rows' tie-break keys and exact distances, read by the scan itself (see the vector leg)
+    ann_keys text [];
+    ann_idx integer [];
+    ann_raw float8 [];
     kept text [];
     rarest text;
     second text;
@@ -330,11 +334,15 @@ BEGIN
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
         ef := least(1000, greatest(p_depth * 10, CASE WHEN n_active > 100000 THEN 800 ELSE 400 END));
         PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
+        -- each row's exact distance and tie-break keys come from the heap tuple the scan fetches anyway, so
+        -- the re-score needs no second lookup of the ef / 2 rows by primary key (docs/BENCHMARKS.md, 0.7.0)
         EXECUTE pg_catalog.format(
-            'SELECT pg_catalog.array_agg(a.chunk_id) FROM ('
-            ' SELECT c.chunk_id FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
+            'SELECT pg_catalog.array_agg(a.chunk_id), pg_catalog.array_agg(a.doc_key),'
+            ' pg_catalog.array_agg(a.chunk_index), pg_catalog.array_agg(a.raw) FROM ('
+            ' SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) $1 AS raw'
+            ' FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
             ' ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2) AS a', p_tenant)
-        INTO ann_ids USING p_qemb, ef / 2;
+        INTO ann_ids, ann_keys, ann_idx, ann_raw USING p_qemb, ef / 2;
         IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
             ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
         END IF;
@@ -395,16 +403,19 @@ BEGIN
         FROM (
             SELECT w.chunk_id, w.doc_key, w.chunk_index, round(w.raw::numeric, 6)::float8 AS d
             FROM (
+                -- exact search of the tenant's live chunks (no ANN index, or it delivered too few rows)
                 SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
                 FROM rag.chunk AS c
-                -- re-score of the index's candidates: by primary key; the tenant test stays a filter (IS TRUE),
-                -- as the planner, without statistics on tenant (010-security.sql), would otherwise AND the
-                -- primary key bitmap with the tenant index's (350,000 rows of the largest tenant at 1M: 21 ms)
-                WHERE c.retired_at IS NULL AND CASE
-                    WHEN ann_ids IS NULL THEN c.tenant = v_tenant
-                    ELSE c.chunk_id = ANY (ann_ids) AND (c.tenant = v_tenant) IS TRUE
-                END
-                ORDER BY raw, c.doc_key, c.chunk_index, c.chunk_id
+                WHERE ann_ids IS NULL AND c.retired_at IS NULL AND c.tenant = v_tenant
+                UNION ALL
+                -- the index's candidates (the tenant's live chunks, each with its exact distance from the scan)
+                SELECT a.chunk_id, a.doc_key, a.chunk_index, a.raw
+                FROM ROWS FROM (
+                    pg_catalog.unnest(ann_ids), pg_catalog.unnest(ann_keys), pg_catalog.unnest(ann_idx),
+                    pg_catalog.unnest(ann_raw)
+                ) AS a (chunk_id, doc_key, chunk_index, raw)
+                WHERE ann_ids IS NOT NULL
+                ORDER BY raw, doc_key, chunk_index, chunk_id
                 LIMIT p_depth
             ) AS w
         ) AS v
