@@ -11,6 +11,7 @@ pgcite hands the caller's settings back, and an open transaction holds nothing o
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import pytest
@@ -247,6 +248,8 @@ def test_a_tenants_open_transaction_holds_nothing_another_tenant_needs(pg, adb):
                 "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND granted"
             ).fetchone()[0]
             assert held > 0
+            time.sleep(1.5)  # past the DBA's 1 s: the reader's own SET keeps its session
+            assert hold.execute("SELECT 1").fetchone() == (1,)
             with connect(pg, adb, R["bravo"]) as b:
                 b.execute("SET lock_timeout = '2s'")
                 b.execute(
