@@ -270,6 +270,14 @@ SET plan_cache_mode = force_custom_plan
 -- Gather on the 2-core benchmark machine) than the scans, and JIT compiling (35 ms) more than running.
 SET max_parallel_workers_per_gather = 0
 SET jit = off
+-- pgvector's parameters are the function's for its call (the body sets ef_search and iterative_scan with
+-- set_config(..., true), which without these stayed in force for the rest of the caller's transaction), and
+-- the two it does not set are pgvector's defaults, not the caller's (how far the iterative scan goes, and
+-- in how much memory: a tenant's own values chose that; security round 7, docs/security.md)
+SET "hnsw.ef_search" = 40
+SET "hnsw.iterative_scan" = relaxed_order
+SET "hnsw.max_scan_tuples" = 20000
+SET "hnsw.scan_mem_multiplier" = 1
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE

@@ -1,0 +1,334 @@
+"""Security round 7 (0.7.0): what a tenant role's own session settings do to pgcite (docs/security.md
+"Security round 7", docs/BENCHMARKS.md "Security round 7 (0.7.0)").
+
+Any role may SET every parameter of context `user`, for its session (SET, its own ALTER ROLE ... SET, the
+connection's `options` / PGOPTIONS) or for one transaction (SET LOCAL), before it calls rag.*. The functions
+that answer, retrieve and log run as pgcite_owner but with the caller's settings unless they pin them. Each
+test logs in as an ordinary role with hostile settings and compares with a session that has the defaults:
+the audit chain verifies under anyone's settings, the answer, citations and retrieved rows are the same,
+pgcite hands the caller's settings back, and an open transaction holds nothing of another tenant."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+from conftest import MANUAL, TINY_FILES, connect, fails, ingest_files, two_tenant_database
+
+SFX = uuid.uuid4().hex[:6]
+R = {k: f"{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
+QUESTIONS = [
+    "Which index handles range quries?",
+    "How do I prevent transaction ID wraparound?",
+    "What does VACUUM FULL do?",
+    "Which index types support multicolumn indexes?",
+    "What is a GIN index good for?",
+    "How often should I run ANALYZE?",
+]
+# volatile parts of an entry: its id, its time and how long it took
+VOLATILE = ("timings",)
+
+
+@pytest.fixture(scope="module")
+def adb(pg):
+    for db in two_tenant_database(pg, f"pgcite_attack070_{SFX}", R):
+        with pg.admin(db) as a:
+            a.execute("SELECT rag.create_tenant('docs')")
+            for role in ("reader", "writer"):
+                a.execute("SELECT rag.grant_tenant('docs', %s)", (R[role],))
+        if MANUAL.exists():
+            with connect(pg, db, R["writer"]) as c:
+                ingest_files(c, "docs", TINY_FILES)
+        yield db
+
+
+def tenant_of(pg, adb) -> str:
+    """The manual's tenant when the PostgreSQL manual is installed (tens of chunks), else alpha's two."""
+    return "docs" if MANUAL.exists() else "alpha"
+
+
+def answers(c, tenant: str, rounds: int = 2) -> list:
+    """What a reader is answered and what the log keeps of it, for every question, `rounds` times (past the
+    five calls after which PL/pgSQL may use a generic plan), without ids and timings; and rag.retrieve's
+    rows."""
+    out = []
+    for _ in range(rounds):
+        for q in QUESTIONS:
+            cur = c.execute("SELECT * FROM rag.ask(%s, %s)", (q, tenant))
+            row = dict(zip([d.name for d in cur.description], cur.fetchone(), strict=True))
+            logged = c.execute(
+                "SELECT status, reason, answer, citations, evidence, fingerprint, settings, chunk_ids,"
+                " query_embedding::text FROM rag.ask_log WHERE ask_id = %s",
+                (row.pop("ask_id"),),
+            ).fetchone()
+            for key in VOLATILE:
+                row.pop(key, None)
+            evidence = {k: v for k, v in (logged[4] or {}).items() if k not in VOLATILE}
+            out.append(
+                ("ask", q, json.dumps(row, sort_keys=True, default=str), logged[:4], evidence, logged[5:])
+            )
+            out.append(
+                ("retrieve", q, c.execute("SELECT * FROM rag.retrieve(%s, %s, 10)", (q, tenant)).fetchall())
+            )
+    return out
+
+
+def verified(pg, adb, role: str, tenant: str) -> tuple:
+    with connect(pg, adb, role) as c:
+        return c.execute("SELECT ok, problem, unsealed FROM rag.verify_log(%s)", (tenant,)).fetchone()
+
+
+@pytest.fixture(scope="module")
+def expected(pg, adb):
+    tenant = tenant_of(pg, adb)
+    with connect(pg, adb, R["reader"]) as c:
+        got = answers(c, tenant, rounds=1)
+    assert got[0][3][0] == "answered", got[0]
+    return tenant, got
+
+
+# ---------------------------------------------------------------- 1. the audit log's hashes
+FORMATTING = (
+    "-c TimeZone=America/St_Johns -c DateStyle=SQL,DMY -c IntervalStyle=sql_standard -c extra_float_digits=3"
+    " -c bytea_output=escape -c lc_numeric=C -c lc_monetary=C"
+    " -c standard_conforming_strings=off -c quote_all_identifiers=on"
+)
+
+
+@pytest.mark.parametrize("how", ["options", "alter_role", "set_local"])
+def test_a_tenants_formatting_settings_change_no_hash_of_the_audit_log(pg, adb, expected, how):
+    """TimeZone, DateStyle, IntervalStyle, extra_float_digits, bytea_output, lc_numeric, lc_monetary,
+    client_encoding, standard_conforming_strings and quote_all_identifiers, set by the asking reader through
+    its connection's options, its own ALTER ROLE ... SET, or SET LOCAL in the transaction of rag.ask: the
+    entry is the one a default session logs (timings and ids aside), and rag.verify_log recomputes every
+    hash the same under the reader's settings and under an admin's defaults (no 'tampered' chain)."""
+    tenant, want = expected
+    kw = {}
+    if how == "options":
+        kw["options"] = FORMATTING
+    try:
+        if how == "alter_role":
+            # an ordinary role may set its own session defaults
+            with connect(pg, adb, R["reader"]) as c:
+                for opt in FORMATTING.split(" -c "):
+                    name, value = opt.replace("-c ", "").split("=")
+                    c.execute(f"ALTER ROLE {R['reader']} SET {name} = '{value}'")
+        with connect(pg, adb, R["reader"], **kw) as c:
+            if how == "set_local":
+                c.autocommit = False
+                for opt in FORMATTING.split(" -c "):
+                    name, value = opt.replace("-c ", "").split("=")
+                    c.execute(f"SET LOCAL {name} = '{value}'")
+            else:
+                assert c.execute("SHOW TimeZone").fetchone()[0] == "America/St_Johns"
+            got = answers(c, tenant, rounds=1)
+            assert c.execute("SHOW DateStyle").fetchone()[0] == "SQL, DMY"
+            c.commit()
+            assert c.execute("SELECT ok, problem FROM rag.verify_log(%s)", (tenant,)).fetchone() == (
+                True,
+                None,
+            )
+    finally:
+        with pg.admin(adb) as a:
+            a.execute(f"ALTER ROLE {R['reader']} RESET ALL")
+    assert got == want
+    assert verified(pg, adb, R["admin"], tenant) == (True, None, 0)
+    # and every entry's hash recomputed in a session with the defaults is the stored one
+    with pg.admin(adb) as a:
+        bad = a.execute(
+            "SELECT count(*) FROM rag.ask_log AS l"
+            " WHERE l.entry_hash <> sha256(convert_to(rag._log_entry_text(l), 'UTF8'))"
+            " OR l.row_hash <> rag._log_row_hash(l)"
+        ).fetchone()[0]
+    assert bad == 0
+
+
+# ---------------------------------------------------------------- 2. answers and citations
+PLANNER = {
+    "no_index_scans": "SET enable_indexscan = off; SET enable_bitmapscan = off;"
+    " SET enable_indexonlyscan = off",
+    "no_seqscan_sort_hash": "SET enable_seqscan = off; SET enable_sort = off; SET enable_hashjoin = off;"
+    " SET enable_hashagg = off; SET enable_mergejoin = off; SET enable_nestloop = off",
+    "costs_and_memory": "SET random_page_cost = 1000; SET cpu_tuple_cost = 10; SET work_mem = '64kB';"
+    " SET hash_mem_multiplier = 1; SET cursor_tuple_fraction = 0.0001",
+    "vector_gucs": "SET hnsw.ef_search = 1; SET hnsw.iterative_scan = off; SET hnsw.max_scan_tuples = 1;"
+    " SET hnsw.scan_mem_multiplier = 1; SET ivfflat.probes = 1",
+    "text_search": "SET pg_trgm.similarity_threshold = 1; SET pg_trgm.word_similarity_threshold = 0;"
+    " SET pg_trgm.strict_word_similarity_threshold = 0; SET default_text_search_config = 'pg_catalog.simple';"
+    " SET gin_fuzzy_search_limit = 1",
+    "plans": "SET plan_cache_mode = force_generic_plan; SET geqo_threshold = 2; SET geqo_effort = 1;"
+    " SET join_collapse_limit = 1; SET from_collapse_limit = 1",
+    "parallel_jit": "SET max_parallel_workers_per_gather = 4; SET parallel_setup_cost = 0;"
+    " SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;"
+    " SET min_parallel_index_scan_size = 0;"
+    " SET jit = on; SET jit_above_cost = 0; SET jit_inline_above_cost = 0; SET jit_optimize_above_cost = 0",
+}
+
+
+@pytest.mark.parametrize("ann", [False, True], ids=["exact", "approximate"])
+@pytest.mark.parametrize("group", list(PLANNER))
+def test_planner_and_index_settings_change_no_answer_or_citation(pg, adb, expected, group, ann):
+    """A reader's planner switches, costs, memory, pgvector's and pg_trgm's parameters, text search config,
+    plan cache mode, join search and parallel/JIT settings: rag.ask's status, answer, citations (quote
+    offsets), evidence and fingerprint and rag.retrieve's rows are those of a default session, twelve calls
+    in a row; with exact_search_limit 0 (an admin's setting) the vector leg takes its approximate path."""
+    tenant, want = expected
+    if ann:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('exact_search_limit', '0')")
+    try:
+        with connect(pg, adb, R["reader"]) as c:
+            for stmt in PLANNER[group].split(";"):
+                c.execute(stmt)
+            got = answers(c, tenant, rounds=2)
+    finally:
+        if ann:
+            with pg.admin(adb) as a:
+                a.execute("SELECT rag.set_config('exact_search_limit', NULL)")
+    strip = [(x if x[0] == "retrieve" else x[:5] + (x[5][:1] + x[5][2:],)) for x in got]
+    base = [(x if x[0] == "retrieve" else x[:5] + (x[5][:1] + x[5][2:],)) for x in want]
+    # logged settings hold exact_search_limit itself; everything else must be equal
+    assert strip == base * 2
+
+
+def test_the_vector_legs_parameters_are_pinned_for_the_call_and_given_back(pg, adb, expected):
+    """rag._candidates set hnsw.ef_search and hnsw.iterative_scan with set_config(..., true): inside a
+    caller's transaction they stayed changed after rag.retrieve returned (a reader's SET LOCAL ef_search 10
+    read 400 afterwards, iterative_scan relaxed_order), and hnsw.max_scan_tuples and scan_mem_multiplier were
+    the caller's. Now the function pins all four for its call (SET clauses) and the caller's values are
+    back when it returns; the rows are a default session's."""
+    tenant, want = expected
+    mine = {
+        "hnsw.ef_search": "10",
+        "hnsw.iterative_scan": "off",
+        "hnsw.max_scan_tuples": "1",
+        "hnsw.scan_mem_multiplier": "2",
+    }
+    with pg.admin(adb) as a:
+        a.execute("SELECT rag.set_config('exact_search_limit', '0')")
+    try:
+        with connect(pg, adb, R["reader"]) as c:
+            c.autocommit = False
+            for name, value in mine.items():
+                c.execute(f"SET LOCAL {name} = '{value}'")
+            rows = [
+                c.execute("SELECT * FROM rag.retrieve(%s, %s, 10)", (q, tenant)).fetchall() for q in QUESTIONS
+            ]
+            after = {n: c.execute("SELECT current_setting(%s)", (n,)).fetchone()[0] for n in mine}
+            c.rollback()
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('exact_search_limit', NULL)")
+    assert after == mine
+    assert rows == [x[2] for x in want if x[0] == "retrieve"]
+
+
+# ---------------------------------------------------------------- 3. resources, locks, transactions
+def test_a_tenants_open_transaction_holds_nothing_another_tenant_needs(pg, adb):
+    """A reader undoes the DBA's idle_in_transaction_session_timeout (ALTER ROLE: the reader's own SET wins,
+    as for every parameter of context user), sets lock_timeout and statement_timeout to 0, then leaves a
+    transaction open after rag.ask, rag.retrieve and rag.verify_log of alpha (it holds alpha's log head).
+    Another tenant's writer ingests, asks and verifies bravo's log, an admin reads bravo's and alpha's log
+    heads, and another alpha reader asks: none of them waits (lock_timeout 2 s would fail with 55P03)."""
+    with pg.admin(adb) as a:
+        a.execute(f"ALTER ROLE {R['reader']} SET idle_in_transaction_session_timeout = '1s'")
+    try:
+        with connect(pg, adb, R["reader"]) as hold:
+            assert hold.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "1s"
+            hold.execute("SET idle_in_transaction_session_timeout = 0")
+            hold.execute("SET lock_timeout = 0")
+            hold.execute("SET statement_timeout = 0")
+            hold.autocommit = False
+            hold.execute("SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha')").fetchone()
+            hold.execute("SELECT * FROM rag.retrieve('When does alpha vacuum?', 'alpha', 5)").fetchall()
+            assert hold.execute("SELECT ok FROM rag.verify_log('alpha')").fetchone()[0] is True
+            held = hold.execute(
+                "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND granted"
+            ).fetchone()[0]
+            assert held > 0
+            time.sleep(1.5)  # past the DBA's 1 s: the reader's own SET keeps its session
+            assert hold.execute("SELECT 1").fetchone() == (1,)
+            with connect(pg, adb, R["bravo"]) as b:
+                b.execute("SET lock_timeout = '2s'")
+                b.execute(
+                    "SELECT * FROM rag.ingest('bravo', 'b2.md', '# Second\n\nBravo keeps a second note.\n')"
+                )
+                status = b.execute(
+                    "SELECT status FROM rag.ask('What is the launch code?', 'bravo')"
+                ).fetchone()
+                assert status[0] in ("answered", "abstained")
+                assert b.execute("SELECT ok, unsealed FROM rag.verify_log('bravo')").fetchone() == (True, 0)
+                b.execute("SELECT rag.delete_document('bravo', 'b2.md')")
+            with connect(pg, adb, R["admin"]) as a:
+                a.execute("SET lock_timeout = '2s'")
+                assert a.execute("SELECT unsealed FROM rag.log_head('bravo')").fetchone()[0] == 0
+                a.execute("SELECT * FROM rag.log_head('alpha')").fetchone()
+            with connect(pg, adb, R["writer"]) as w:  # another member of alpha
+                w.execute("SET lock_timeout = '2s'")
+                ask_id = w.execute(
+                    "SELECT ask_id FROM rag.ask('When does alpha vacuum?', 'alpha')"
+                ).fetchone()[0]
+                assert ask_id is not None
+                # its entry waits to be chained until the holder's transaction ends; it verifies meanwhile
+                assert w.execute("SELECT ok, unsealed FROM rag.verify_log('alpha')").fetchone() == (True, 1)
+            hold.rollback()
+    finally:
+        with pg.admin(adb) as a:
+            a.execute(f"ALTER ROLE {R['reader']} RESET ALL")
+    assert verified(pg, adb, R["admin"], "alpha") == (True, None, 0)
+
+
+def test_session_settings_that_would_bypass_pgcite_are_refused_or_change_nothing(pg, adb):
+    """session_replication_role (skips triggers: the statistics rag.chunk's triggers keep) is a superuser's:
+    42501 for every tenant role. row_security = off never widens a read: the tenant's own reads of rag's
+    tables are refused (42501; rag.ingest reads rag.config as the writer, so it is refused and stores
+    nothing), while rag.ask, whose reads run as the tables' owner, answers and logs as usual.
+    default_transaction_read_only: the ask answers and says it was not logged. A pgcite.* placeholder set to
+    another value than rag.config's is refused (42501), and nothing is logged."""
+    for role in ("reader", "writer", "admin", "nobody"):
+        with connect(pg, adb, R[role]) as c:
+            assert fails(c, "SET session_replication_role = replica") == "42501"
+    with connect(pg, adb, R["writer"]) as c:
+        docs = c.execute("SELECT count(*) FROM rag.document").fetchone()[0]
+        c.execute("SET row_security = off")
+        # rag.ingest reads rag.config as the writer (SECURITY INVOKER): refused, nothing stored
+        body = "# Row security\n\nRow security stays on.\n"
+        assert fails(c, "SELECT * FROM rag.ingest('alpha', 'rs.md', %s)", (body,)) == "42501"
+        row = c.execute("SELECT status, ask_id FROM rag.ask('When does alpha vacuum?', 'alpha')").fetchone()
+        assert row[0] == "answered" and row[1] is not None
+        assert fails(c, "SELECT count(*) FROM rag.ask_log") == "42501"
+        c.execute("RESET row_security")
+        assert c.execute("SELECT count(*) FROM rag.document").fetchone()[0] == docs
+        assert c.execute("SELECT count(*) FROM rag.ask_log WHERE ask_id = %s", (row[1],)).fetchone()[0] == 1
+    with connect(pg, adb, R["reader"], options="-c default_transaction_read_only=on") as c:
+        before = c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0]
+        cur = c.execute("SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha')")
+        row = dict(zip([d.name for d in cur.description], cur.fetchone(), strict=True))
+        assert row["status"] == "answered" and row["ask_id"] is None
+        assert c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0] == before
+    with connect(pg, adb, R["reader"], options="-c pgcite.min_score=0") as c:
+        before = c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0]
+        assert fails(c, "SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha')") == "42501"
+        assert c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0] == before
+
+
+def test_no_sql_or_python_reads_a_pgcite_parameter_except_to_refuse_it():
+    """Custom GUCs of a SQL-only extension are placeholders any role can SET. The only reads of pgcite.*
+    parameters are rag._config_text and rag._params (which refuse a value that differs from rag.config's,
+    42501) and the PL/Python fallback for a database whose SQL predates rag._config_text (0.2.0)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    hits = []
+    paths = sorted((root / "sql").rglob("*.sql")) + sorted(
+        (root / "python_udfs" / "pgcite_udfs").rglob("*.py")
+    )
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if re.search(r"current_setting\(\s*'pgcite\.", line):
+                hits.append((path.relative_to(root).as_posix(), line.strip()[:60]))
+    assert sorted({p for p, _ in hits}) == ["python_udfs/pgcite_udfs/udf.py", "sql/core/000-access.sql"], hits
+    assert len(hits) == 3, hits
