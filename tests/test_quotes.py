@@ -444,6 +444,66 @@ def test_quote_from_another_chunk_of_the_section(conn, db):
     }
 
 
+# Lower chunks: a chunk ranked below the passages (down to rank 10, below k too) whose best sentence beats
+# every passage's best by 0.065 competes for quotes (counted as rank 2); it joins chunk_ids and
+# evidence.lower_chunks.
+LAMP_ROOM = """# Lighthouse lamp paraffin oil burn litre
+
+The lighthouse lamp room holds the lighthouse lamp, the lens and a store of paraffin oil for the \
+lamp to burn. Keepers carried the paraffin oil up to the lighthouse lamp in litre cans, a litre at \
+a time. The lighthouse lamp room was painted white inside, and the lamp burns paraffin oil.
+"""
+LAMP_CANS = """# Lamp rooms
+
+The lamp room of a lighthouse holds the lamp, the lens and a store of paraffin oil. Keepers \
+carried the paraffin oil up in litre cans. A lighthouse lamp room was painted white inside.
+"""
+HANDBOOK = """# Keeper's handbook
+
+Keepers trimmed the wicks at dusk. A lighthouse lamp burns for eleven hours on one litre of \
+paraffin oil. The handbook was printed in 1890.
+"""
+
+
+def test_quote_from_a_chunk_ranked_below_the_passages(conn, db):
+    """PL/Python path: with one passage and k 1, the chunk ranked first (the question's words, no answer)
+    is the only one retrieved; the fact is in a chunk ranked below it, whose sentence scores far above the
+    passage's best. It is quoted first, with exact offsets, listed in evidence.lower_chunks (its fused rank,
+    counted as 2) and in the logged chunk_ids, and the ask replays identically. A question the passage
+    answers itself quotes no lower chunk."""
+    conn.execute("SELECT rag.create_tenant('keepers')")
+    conn.execute("SELECT * FROM rag.ingest('keepers', 'room.md', %s, 'markdown')", (LAMP_ROOM,))
+    conn.execute("SELECT * FROM rag.ingest('keepers', 'handbook.md', %s, 'markdown')", (HANDBOOK,))
+    conn.execute("SELECT * FROM rag.ingest('keepers', 'cans.md', %s, 'markdown')", (LAMP_CANS,))
+    ids = dict(conn.execute("SELECT doc_key, chunk_id FROM rag.chunk WHERE tenant = 'keepers'").fetchall())
+    question = "How long does a lighthouse lamp burn on one litre of paraffin oil?"
+    cur = conn.execute(
+        "SELECT ask_id, status, answer, citations, evidence FROM rag.ask(%s, 'keepers', 1, options => %s)",
+        (question, json.dumps({"passages": 1})),
+    )
+    ask_id, *rest = cur.fetchone()
+    a = dict(zip(("status", "answer", "citations", "evidence"), rest, strict=True))
+    assert [x["chunk_id"] for x in a["evidence"]["chunks"]] == [ids["room.md"]]
+    assert_verbatim(conn, a)
+    assert a["citations"][0]["chunk_id"] == ids["handbook.md"]
+    fact = "A lighthouse lamp burns for eleven hours on one litre of paraffin oil."
+    assert a["citations"][0]["quote"] == fact
+    lower = a["evidence"]["lower_chunks"]
+    assert [(x["chunk_id"], x["counted_as"]) for x in lower] == [(ids["handbook.md"], 2)]
+    assert lower[0]["rank"] == 2
+    assert lower[0]["anchor"] == "keepers-handbook"
+    logged = conn.execute("SELECT chunk_ids FROM rag.ask_log WHERE ask_id = %s", (ask_id,)).fetchone()[0]
+    assert logged == [ids["room.md"], ids["handbook.md"]]
+    assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
+    # the passage answers this one: nothing from below it
+    b = conn.execute(
+        "SELECT status, answer, citations, evidence FROM rag.ask(%s, 'keepers', 1, options => %s)",
+        ("What colour is the inside of the lighthouse lamp room painted?", json.dumps({"passages": 1})),
+    ).fetchone()
+    assert b[0] == "answered" and "white inside" in b[1]
+    assert "lower_chunks" not in b[3] and {c["chunk_id"] for c in b[2]} == {b[3]["chunks"][0]["chunk_id"]}
+
+
 def test_lexical_scores_leave_out_what_shares_nothing_with_the_question(pg, core_db):
     """Lexical path: a span scores 0.5 x the share of the question's lexemes it holds plus its ts_rank, in the
     units of the margins of quote choice. So a second passage's sentence that shares no word with the question
