@@ -270,6 +270,11 @@ Gadgets rust because the frobnicator keeps them in a damp cellar.
 # Gadget colours
 
 Gadgets come in three colours: red, green and blue.
+
+# Dull gadgets
+
+A gadget loses its shine in a damp cellar within a year. Owners might wish to keep the shine longer \
+by lowering the humidity of the cellar.
 """
 
 
@@ -322,6 +327,26 @@ def test_howto_answer_carries_what_to_do(conn, gadgets):
     # bounded: a command far below the best is not quoted
     quotes = choose(conn, "How do I polish a gadget?", {**scores, "To polish a gadget": 0.3}, order)
     assert not any("POLISH GADGET" in q for q in quotes)
+
+
+def test_howto_answer_carries_advice_in_the_third_person(conn, gadgets):
+    """What to do said without "you" or an imperative: "Owners might wish to ...", a method "by lowering ...".
+    For a "how do I" question that sentence is preferred over the better-scored description before it."""
+    quotes = choose(
+        conn,
+        "How do I keep a gadget shiny for longer?",
+        {"A gadget loses its shine": 0.9, "Owners might wish": 0.6},
+        ["Dull gadgets"],
+    )
+    assert any("by lowering the humidity of the cellar." in q for q in quotes)
+    says = "SELECT rag._says_what_to_do(%s)"
+    for span, expected in [
+        ("Administrators might wish to reduce the number of page snapshots.", True),
+        ("The volume can be reduced by increasing the checkpoint interval.", True),
+        ("The gadget was made by hand in a small workshop.", False),
+        ("A gadget loses its shine in a damp cellar within a year.", False),
+    ]:
+        assert conn.execute(says, (span,)).fetchone()[0] is expected, span
 
 
 def test_why_answer_carries_a_reason(conn, gadgets):

@@ -82,7 +82,8 @@ COMMENT ON FUNCTION rag._span_kind(text) IS
 
 -- Whether a span says what to do: code (not a query shown with its output), an imperative ("Use ...", "Set ...",
 -- also as a list item or note), a purpose clause followed by what to do ("To remove an index, use ..."), advice
--- ("you can/should/need to", "it is recommended to", "the easiest way"), or an SQL command.
+-- ("you can/should/need to", "administrators might wish to", "it is recommended to", "the easiest way", a method
+-- "by increasing ..."), or an SQL command.
 CREATE OR REPLACE FUNCTION rag._says_what_to_do(p_span text)
 RETURNS boolean
 LANGUAGE sql
@@ -107,11 +108,13 @@ AS $fn$
         OR p_span ~* ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+)?(to|in order to) [^.,]+, (you |it is |(' || v.verbs
             || ')\M)')
         -- advice
-        OR p_span ~* ('\m(you (can|could|should|must|need to|will need to|have to|might (want|wish) to|may '
-            || '(want|wish) to)|it is (best|recommended|necessary|advisable|wise|important|preferable|usually '
+        OR p_span ~* ('\m(you (can|could|should|must|need to|will need to|have to)|(might|may) (want|wish) to'
+            || '|it is (best|recommended|necessary|advisable|wise|important|preferable|usually '
             || 'best) to|(is|are) (recommended|preferable|preferred|advisable)|use the \w+ '
             || '(command|function|option|parameter|program|utility|tool)|by (setting|running|using|adding|'
-            || 'creating|specifying|passing)|the (easiest|best|simplest|preferred|recommended|usual) '
+            || 'creating|specifying|passing|increasing|decreasing|reducing|lowering|raising|turning|changing|'
+            || 'enabling|disabling|removing|dropping|adjusting|calling|issuing|executing|writing|copying)'
+            || '|the (easiest|best|simplest|preferred|recommended|usual) '
             || '(way|method|approach))\M')
         -- an SQL command
         OR p_span ~ '(^|\s)(CREATE|ALTER|DROP|SET|VACUUM|ANALYZE|REINDEX|CLUSTER|TRUNCATE|GRANT) [A-Z]+'
