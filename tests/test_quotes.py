@@ -349,6 +349,27 @@ def test_howto_answer_carries_advice_in_the_third_person(conn, gadgets):
         assert conn.execute(says, (span,)).fetchone()[0] is expected, span
 
 
+def test_which_question_prefers_the_span_naming_what_it_asks_for(conn, gadgets):
+    """ "Which colours ...?" asks for colours: the span that names them ("three colours") gets 0.1, enough to
+    win over a span of a better-ranked passage scored a little higher. The kind is read only between
+    which/what and an auxiliary verb."""
+    features = "SELECT rag._question_features(%s) -> 'asks_for'"
+    assert conn.execute(features, ("Which archive format does a parallel pg_dump require?",)).fetchone()[
+        0
+    ] == [
+        "archive",
+        "format",
+    ]
+    for q in ("What does pg_dump do when a table is locked?", "What is a gadget?", "Which is faster?"):
+        assert conn.execute(features, (q,)).fetchone()[0] is None, q
+    scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.91}
+    order = ["Gadget polish", "Gadget colours"]
+    quotes = choose(conn, "Which colours do gadgets come in?", scores, order, max_quotes=1)
+    assert quotes == ["Gadgets come in three colours: red, green and blue."]
+    # the same scores for a question that asks for no kind: the better-ranked passage wins
+    assert choose(conn, "How are gadgets sold?", scores, order, max_quotes=1)[0].startswith("Gadget polish")
+
+
 def test_why_answer_carries_a_reason(conn, gadgets):
     order = ["Gadget polish", "Gadget colours", "Rust", "Polishing a gadget"]
     scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.85, "Gadgets rust because": 0.8}
