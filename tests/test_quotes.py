@@ -270,6 +270,11 @@ Gadgets rust because the frobnicator keeps them in a damp cellar.
 # Gadget colours
 
 Gadgets come in three colours: red, green and blue.
+
+# Dull gadgets
+
+A gadget loses its shine in a damp cellar within a year. Owners might wish to keep the shine longer \
+by lowering the humidity of the cellar.
 """
 
 
@@ -322,6 +327,47 @@ def test_howto_answer_carries_what_to_do(conn, gadgets):
     # bounded: a command far below the best is not quoted
     quotes = choose(conn, "How do I polish a gadget?", {**scores, "To polish a gadget": 0.3}, order)
     assert not any("POLISH GADGET" in q for q in quotes)
+
+
+def test_howto_answer_carries_advice_in_the_third_person(conn, gadgets):
+    """What to do said without "you" or an imperative: "Owners might wish to ...", a method "by lowering ...".
+    For a "how do I" question that sentence is preferred over the better-scored description before it."""
+    quotes = choose(
+        conn,
+        "How do I keep a gadget shiny for longer?",
+        {"A gadget loses its shine": 0.9, "Owners might wish": 0.6},
+        ["Dull gadgets"],
+    )
+    assert any("by lowering the humidity of the cellar." in q for q in quotes)
+    says = "SELECT rag._says_what_to_do(%s)"
+    for span, expected in [
+        ("Administrators might wish to reduce the number of page snapshots.", True),
+        ("The volume can be reduced by increasing the checkpoint interval.", True),
+        ("The gadget was made by hand in a small workshop.", False),
+        ("A gadget loses its shine in a damp cellar within a year.", False),
+    ]:
+        assert conn.execute(says, (span,)).fetchone()[0] is expected, span
+
+
+def test_which_question_prefers_the_span_naming_what_it_asks_for(conn, gadgets):
+    """ "Which colours ...?" asks for colours: the span that names them ("three colours") gets 0.1, enough to
+    win over a span of a better-ranked passage scored a little higher. The kind is read only between
+    which/what and an auxiliary verb."""
+    features = "SELECT rag._question_features(%s) -> 'asks_for'"
+    assert conn.execute(features, ("Which archive format does a parallel pg_dump require?",)).fetchone()[
+        0
+    ] == [
+        "archive",
+        "format",
+    ]
+    for q in ("What does pg_dump do when a table is locked?", "What is a gadget?", "Which is faster?"):
+        assert conn.execute(features, (q,)).fetchone()[0] is None, q
+    scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.91}
+    order = ["Gadget polish", "Gadget colours"]
+    quotes = choose(conn, "Which colours do gadgets come in?", scores, order, max_quotes=1)
+    assert quotes == ["Gadgets come in three colours: red, green and blue."]
+    # the same scores for a question that asks for no kind: the better-ranked passage wins
+    assert choose(conn, "How are gadgets sold?", scores, order, max_quotes=1)[0].startswith("Gadget polish")
 
 
 def test_why_answer_carries_a_reason(conn, gadgets):
@@ -442,6 +488,99 @@ def test_quote_from_another_chunk_of_the_section(conn, db):
     assert not {cid for cid, _, anchor in chunks if anchor != "lighthouse-lamps"} & {
         r["chunk_id"] for r in reach
     }
+
+
+# Lower chunks: a chunk ranked below the passages (down to rank 10, below k too) whose best sentence beats
+# every passage's best by 0.065 competes for quotes (counted as rank 2); it joins chunk_ids and
+# evidence.lower_chunks.
+LAMP_ROOM = """# Lighthouse lamp paraffin oil burn litre
+
+The lighthouse lamp room holds the lighthouse lamp, the lens and a store of paraffin oil for the \
+lamp to burn. Keepers carried the paraffin oil up to the lighthouse lamp in litre cans, a litre at \
+a time. The lighthouse lamp room was painted white inside, and the lamp burns paraffin oil.
+"""
+LAMP_CANS = """# Lamp rooms
+
+The lamp room of a lighthouse holds the lamp, the lens and a store of paraffin oil. Keepers \
+carried the paraffin oil up in litre cans. A lighthouse lamp room was painted white inside.
+"""
+HANDBOOK = """# Keeper's handbook
+
+Keepers trimmed the wicks at dusk. A lighthouse lamp burns for eleven hours on one litre of \
+paraffin oil. The handbook was printed in 1890.
+"""
+
+
+def test_quote_from_a_chunk_ranked_below_the_passages(conn, db):
+    """PL/Python path: with one passage and k 1, the chunk ranked first (the question's words, no answer)
+    is the only one retrieved; the fact is in a chunk ranked below it, whose sentence scores far above the
+    passage's best. It is quoted first, with exact offsets, listed in evidence.lower_chunks (its fused rank,
+    counted as 2) and in the logged chunk_ids, and the ask replays identically. A question the passage
+    answers itself quotes no lower chunk."""
+    conn.execute("SELECT rag.create_tenant('keepers')")
+    conn.execute("SELECT * FROM rag.ingest('keepers', 'room.md', %s, 'markdown')", (LAMP_ROOM,))
+    conn.execute("SELECT * FROM rag.ingest('keepers', 'handbook.md', %s, 'markdown')", (HANDBOOK,))
+    conn.execute("SELECT * FROM rag.ingest('keepers', 'cans.md', %s, 'markdown')", (LAMP_CANS,))
+    ids = dict(conn.execute("SELECT doc_key, chunk_id FROM rag.chunk WHERE tenant = 'keepers'").fetchall())
+    question = "How long does a lighthouse lamp burn on one litre of paraffin oil?"
+    cur = conn.execute(
+        "SELECT ask_id, status, answer, citations, evidence FROM rag.ask(%s, 'keepers', 1, options => %s)",
+        (question, json.dumps({"passages": 1})),
+    )
+    ask_id, *rest = cur.fetchone()
+    a = dict(zip(("status", "answer", "citations", "evidence"), rest, strict=True))
+    assert [x["chunk_id"] for x in a["evidence"]["chunks"]] == [ids["room.md"]]
+    assert_verbatim(conn, a)
+    assert a["citations"][0]["chunk_id"] == ids["handbook.md"]
+    fact = "A lighthouse lamp burns for eleven hours on one litre of paraffin oil."
+    assert a["citations"][0]["quote"] == fact
+    lower = a["evidence"]["lower_chunks"]
+    assert [(x["chunk_id"], x["counted_as"]) for x in lower] == [(ids["handbook.md"], 2)]
+    assert lower[0]["rank"] == 2
+    assert lower[0]["anchor"] == "keepers-handbook"
+    logged = conn.execute("SELECT chunk_ids FROM rag.ask_log WHERE ask_id = %s", (ask_id,)).fetchone()[0]
+    assert logged == [ids["room.md"], ids["handbook.md"]]
+    assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
+    # the passage answers this one: nothing from below it
+    b = conn.execute(
+        "SELECT status, answer, citations, evidence FROM rag.ask(%s, 'keepers', 1, options => %s)",
+        ("What colour is the inside of the lighthouse lamp room painted?", json.dumps({"passages": 1})),
+    ).fetchone()
+    assert b[0] == "answered" and "white inside" in b[1]
+    assert "lower_chunks" not in b[3] and {c["chunk_id"] for c in b[2]} == {b[3]["chunks"][0]["chunk_id"]}
+
+
+def test_lexical_path_quotes_a_chunk_ranked_below_the_passages(pg, core_db):
+    """Core lexical path (no stored sentences, no PL/Python): with one passage and k 1, the chunk ranked first
+    by the question's embedding shares one word with the question; the chunk ranked below it holds the
+    sentence that answers, whose lexical score beats the passage's best by more than 0.05: it is quoted with
+    exact offsets and listed in evidence.lower_chunks."""
+    e = [[1.0 if i == j else 0.0 for i in range(384)] for j in range(3)]
+    near = [0.0, 0.6, 0.8] + [0.0] * 381  # the third chunk is nearer to the question than the second
+    section = {"anchor": "crates", "section_path": "Crates", "title": "Crates"}
+    docs = {
+        "first.md": ("Widgets are sent out in spring. Nobody knows why.", e[0]),
+        "answer.md": (CRATES_B, e[1]),
+        "yard.md": ("The rail yard is closed on Sundays and on holidays.", near),
+    }
+    q = "[" + ",".join(str(x) for x in e[0]) + "]"
+    with pg.admin(core_db) as c:
+        c.execute("SELECT rag.create_tenant('c')")
+        for key, (content, emb) in docs.items():
+            items = [{"content": content, "embedding": emb, **section}]
+            c.execute("SELECT * FROM rag.store_document('c', %s, %s)", (key, json.dumps(items)))
+        ids = dict(c.execute("SELECT doc_key, chunk_id FROM rag.chunk WHERE tenant = 'c'").fetchall())
+        cur = c.execute(
+            "SELECT status, answer, citations, evidence FROM rag.ask(%s, 'c', 1, %s, %s)",
+            ("How many widgets does a shipping crate hold?", q, json.dumps({"passages": 1})),
+        )
+        a = dict(zip(("status", "answer", "citations", "evidence"), cur.fetchone(), strict=True))
+        assert a["evidence"]["sentence_scoring"] == "lexical"
+        assert [x["chunk_id"] for x in a["evidence"]["chunks"]] == [ids["first.md"]]
+        assert_verbatim(c, a)
+        fact = "A shipping crate holds one gross of widgets, twelve dozen."
+        assert [(x["chunk_id"], x["quote"]) for x in a["citations"]][0] == (ids["answer.md"], fact)
+        assert [x["chunk_id"] for x in a["evidence"]["lower_chunks"]] == [ids["answer.md"]]
 
 
 def test_lexical_scores_leave_out_what_shares_nothing_with_the_question(pg, core_db):

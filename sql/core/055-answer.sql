@@ -170,6 +170,16 @@ DECLARE
     reach_ids bigint [];
     reach_scored jsonb;
     quoted_reach bigint [];
+    -- lower chunks (weights.lower): chunks ranked below the passages (down to rank weights.lower, which may be
+    -- below k) whose best sentence clearly beats every passage's
+    w_lower integer := coalesce((rag._quote_weights() ->> 'lower')::integer, 0);
+    lower_ranked jsonb;  -- [{chunk_id, rank}] of the fused ranks n_passages + 1 .. weights.lower
+    lower_ids bigint [];
+    lower_scored jsonb;
+    lower_kept jsonb := '[]';  -- [{chunk_id, rank, counted_as}] of those that compete for quotes
+    lower_margin float8 := (rag._quote_weights() ->> 'lower_margin')::float8;
+    lexical_spans boolean := false;  -- the passages' spans are scored lexically (no sentence embeddings)
+    quoted_lower bigint [];
 BEGIN
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -177,16 +187,19 @@ BEGIN
             'anchor', c.anchor, 'title', c.title, 'distance', x.distance, 'vec_rank', x.vec_rank,
             'fts_rank', x.fts_rank, 'fts_score', x.fts_score, 'trgm_rank', x.trgm_rank, 'trgm_score', x.trgm_score,
             'fused_score', x.fused_score
-        ) ORDER BY x.fused_rank), '[]'),
-        pg_catalog.array_agg(x.chunk_id ORDER BY x.fused_rank),
-        max(1 - x.distance),
+        ) ORDER BY x.fused_rank) FILTER (WHERE x.fused_rank <= p_k), '[]'),
+        pg_catalog.array_agg(x.chunk_id ORDER BY x.fused_rank) FILTER (WHERE x.fused_rank <= p_k),
+        max(1 - x.distance) FILTER (WHERE x.fused_rank <= p_k),
         pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(
-            coalesce(pg_catalog.string_agg(x.chunk_id || ':' || x.fused_score, ',' ORDER BY x.fused_rank), ''),
-            'UTF8')), 'hex')
-    INTO ranked, ids, best_sim, fingerprint
+            coalesce(pg_catalog.string_agg(x.chunk_id || ':' || x.fused_score, ',' ORDER BY x.fused_rank)
+                FILTER (WHERE x.fused_rank <= p_k), ''),
+            'UTF8')), 'hex'),
+        coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', x.chunk_id, 'rank', x.fused_rank)
+            ORDER BY x.fused_rank) FILTER (WHERE x.fused_rank > n_passages), '[]')
+    INTO ranked, ids, best_sim, fingerprint, lower_ranked
     FROM rag._candidates(p_tenant, corrected, p_qemb, greatest(p_k * 4, 40), p_params) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
-    WHERE x.fused_rank <= p_k;
+    WHERE x.fused_rank <= greatest(p_k, w_lower);
 
     n_visible := rag._live_chunks(p_tenant);
 
@@ -236,6 +249,7 @@ BEGIN
     as_embedded := rag._embedding_text(p_question, corrected);
     scored := rag._sentence_scores(as_embedded, p_qemb, ids[1:n_passages]);
     IF scored IS NULL THEN
+        lexical_spans := true;
         scored := rag._lexical_sentences(t.ts_config, q, passages);
     ELSE
         SELECT max((s ->> 'sim')::float8) INTO best_sentence FROM pg_catalog.jsonb_array_elements(scored) AS s
@@ -279,6 +293,59 @@ BEGIN
         ) - (rag._quote_weights() ->> 'complete')::float8;
     END IF;
 
+    -- Lower chunks: a chunk ranked below the passages (fused rank n_passages + 1 to weights.lower, which may reach
+    -- below k), not one of their sections' chunks, competes for quotes when its best sentence span (stored
+    -- sentence embeddings: the same span score as the passages') beats the best span of every passage by
+    -- weights.lower_margin: late-interaction evidence next to the fused rank, not instead of it. It then counts as
+    -- rank weights.lower_rank for the rank penalty. A chunk quoted that way is listed in evidence.lower_chunks and
+    -- in chunk_ids. With MiniLM scores only from stored sentences (embedding ten chunks at ask time would cost
+    -- more than the answer); on the lexical path with its lexical scores and weights.lower_margin_lexical (the
+    -- units differ). Never for the gate.
+    IF w_lower > n_passages THEN
+        lower_ids := ARRAY(
+            SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(lower_ranked) AS e
+            WHERE (e ->> 'rank')::integer <= w_lower
+                AND NOT (e ->> 'chunk_id')::bigint = ANY (coalesce(reach_ids, '{}'))
+                AND (lexical_spans
+                    OR EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = (e ->> 'chunk_id')::bigint))
+            ORDER BY (e ->> 'rank')::integer);
+    END IF;
+    IF pg_catalog.cardinality(lower_ids) > 0 THEN
+        IF lexical_spans THEN
+            -- the lexical path: the same lexical span scores as its passages', the margin in their units
+            lower_margin := (rag._quote_weights() ->> 'lower_margin_lexical')::float8;
+            SELECT rag._lexical_sentences(t.ts_config, q, pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+                'chunk_id', c.chunk_id, 'content', c.content) ORDER BY o.n))
+            INTO lower_scored
+            FROM pg_catalog.unnest(lower_ids) WITH ORDINALITY AS o (id, n)
+            INNER JOIN rag.chunk AS c ON c.chunk_id = o.id;
+        ELSE
+            lower_scored := rag._sentence_scores(as_embedded, p_qemb, lower_ids);
+        END IF;
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', y.id, 'rank', y.r,
+            'counted_as', least(y.r, (rag._quote_weights() ->> 'lower_rank')::integer)) ORDER BY y.r), '[]')
+        INTO lower_kept
+        FROM (
+            SELECT (e ->> 'chunk_id')::bigint AS id, (e ->> 'rank')::integer AS r,
+                (SELECT max((s ->> 'score')::float8) FROM pg_catalog.jsonb_array_elements(lower_scored) AS s
+                    WHERE s ->> 'chunk_id' = e ->> 'chunk_id'
+                        AND (s ->> 'end')::integer - (s ->> 'start')::integer >= 20) AS chunk_best
+            FROM pg_catalog.jsonb_array_elements(lower_ranked) AS e
+            WHERE (e ->> 'chunk_id')::bigint = ANY (lower_ids)
+        ) AS y
+        WHERE y.chunk_best >= (
+            SELECT max((s ->> 'score')::float8) FROM pg_catalog.jsonb_array_elements(scored) AS s
+            WHERE (s ->> 'end')::integer - (s ->> 'start')::integer >= 20
+        ) + lower_margin;
+        SELECT coalesce(pg_catalog.jsonb_agg(s || pg_catalog.jsonb_build_object('rank', (k ->> 'counted_as')::integer)
+            ORDER BY (s ->> 'chunk_id')::bigint, (s ->> 'start')::integer), '[]')
+        INTO lower_scored
+        FROM pg_catalog.jsonb_array_elements(lower_scored) AS s
+        INNER JOIN pg_catalog.jsonb_array_elements(lower_kept) AS k ON k ->> 'chunk_id' = s ->> 'chunk_id';
+        lower_ids := ARRAY(SELECT (k ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(lower_kept) AS k
+            ORDER BY (k ->> 'rank')::integer);
+    END IF;
+
     -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
     -- of the question's words in the top passages, similarity of the best sentence), so one weak signal
     -- cannot be outvoted by the others. Names the passages lack can only lower it: by the fourth root of
@@ -314,8 +381,9 @@ BEGIN
     END IF;
 
     -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.
-    picked := rag._choose_quotes(p_question, corrected, ids[1:n_passages] || coalesce(reach_ids, '{}'),
-        scored || coalesce(reach_scored, '[]'), max_quotes, margin, rank_penalty);
+    picked := rag._choose_quotes(p_question, corrected,
+        ids[1:n_passages] || coalesce(reach_ids, '{}') || coalesce(lower_ids, '{}'),
+        scored || coalesce(reach_scored, '[]') || coalesce(lower_scored, '[]'), max_quotes, margin, rank_penalty);
     -- the section chunks quoted join the evidence (those retrieved below the passages are listed already)
     SELECT coalesce(pg_catalog.array_agg(x.id ORDER BY x.id), '{}') INTO quoted_reach
     FROM (SELECT DISTINCT (e ->> 'chunk_id')::bigint AS id FROM pg_catalog.jsonb_array_elements(picked) AS e) AS x
@@ -328,6 +396,21 @@ BEGIN
             FROM pg_catalog.jsonb_array_elements(reach) AS r
             INNER JOIN rag.chunk AS c ON c.chunk_id = (r ->> 'chunk_id')::bigint
             WHERE c.chunk_id = ANY (quoted_reach)));
+    END IF;
+    -- the lower chunks quoted likewise (those within the k are listed in evidence.chunks already, those below
+    -- are added to chunk_ids)
+    SELECT coalesce(pg_catalog.array_agg(x.id ORDER BY x.id), '{}') INTO quoted_lower
+    FROM (SELECT DISTINCT (e ->> 'chunk_id')::bigint AS id FROM pg_catalog.jsonb_array_elements(picked) AS e) AS x
+    WHERE x.id = ANY (coalesce(lower_ids, '{}'));
+    IF quoted_lower <> '{}' THEN
+        chunk_ids := chunk_ids || ARRAY(SELECT x.id FROM pg_catalog.unnest(quoted_lower) AS x (id)
+            WHERE NOT x.id = ANY (chunk_ids) ORDER BY x.id);
+        evidence := evidence || pg_catalog.jsonb_build_object('lower_chunks', (
+            SELECT pg_catalog.jsonb_agg(k || pg_catalog.jsonb_build_object('doc_key', c.doc_key,
+                'chunk_index', c.chunk_index, 'anchor', c.anchor, 'title', c.title) ORDER BY (k ->> 'rank')::integer)
+            FROM pg_catalog.jsonb_array_elements(lower_kept) AS k
+            INNER JOIN rag.chunk AS c ON c.chunk_id = (k ->> 'chunk_id')::bigint
+            WHERE c.chunk_id = ANY (quoted_lower)));
     END IF;
     SELECT
         pg_catalog.string_agg((x.q ->> 'quote') || ' [' || x.n || ']', ' ' ORDER BY x.o),

@@ -42,6 +42,17 @@ AS $fn$
         -- asks for a number: how many / how much / how long / how often, a maximum, a minimum, a limit
         'quantity', p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
             || '|\m(maximum|minimum|limit|limits|at most|at least)\M'),
+        -- "Which archive format does ...?", "What weights do ...?": the kind of thing asked for (one to three
+        -- words between which/what and an auxiliary verb), its content words; NULL otherwise
+        'asks_for', (
+            SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[1])) BETWEEN 1 AND 3
+                THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
+            FROM pg_catalog.regexp_match(rag._question_head(p_question),
+                '^(?:which|what)\s+(?!(?:does|do|did|is|are|was|were|can|could|should|would|will|must|has|have|'
+                || 'had|if|of|about|happens|kind|kinds|type|types|sort)\M)((?:[A-Za-z_][A-Za-z0-9_-]*\s+){0,2}?'
+                || '[A-Za-z_][A-Za-z0-9_-]*)\s+(?:does|do|did|is|are|was|were|can|could|should|would|will|must|has|'
+                || 'have|had)\M', 'i') AS m (a)
+        ),
         -- "What is X?", "What are X?", "What is X used for?" (X up to a comma or the question mark): X's content
         -- words, when X is short (at most five words); NULL otherwise
         'defines', (
@@ -57,7 +68,8 @@ AS $fn$
     )
 $fn$;
 COMMENT ON FUNCTION rag._question_features(text) IS
-'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, quantity, defines}.';
+'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, quantity, asks_for, '
+'defines}.';
 
 -- The structural kind of a span from its first characters: code (a fence), table (a row), note (a quoted line),
 -- heading, list (an item's first sentence), or text.
@@ -82,7 +94,8 @@ COMMENT ON FUNCTION rag._span_kind(text) IS
 
 -- Whether a span says what to do: code (not a query shown with its output), an imperative ("Use ...", "Set ...",
 -- also as a list item or note), a purpose clause followed by what to do ("To remove an index, use ..."), advice
--- ("you can/should/need to", "it is recommended to", "the easiest way"), or an SQL command.
+-- ("you can/should/need to", "administrators might wish to", "it is recommended to", "the easiest way", a method
+-- "by increasing ..."), or an SQL command.
 CREATE OR REPLACE FUNCTION rag._says_what_to_do(p_span text)
 RETURNS boolean
 LANGUAGE sql
@@ -107,11 +120,13 @@ AS $fn$
         OR p_span ~* ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+)?(to|in order to) [^.,]+, (you |it is |(' || v.verbs
             || ')\M)')
         -- advice
-        OR p_span ~* ('\m(you (can|could|should|must|need to|will need to|have to|might (want|wish) to|may '
-            || '(want|wish) to)|it is (best|recommended|necessary|advisable|wise|important|preferable|usually '
+        OR p_span ~* ('\m(you (can|could|should|must|need to|will need to|have to)|(might|may) (want|wish) to'
+            || '|it is (best|recommended|necessary|advisable|wise|important|preferable|usually '
             || 'best) to|(is|are) (recommended|preferable|preferred|advisable)|use the \w+ '
             || '(command|function|option|parameter|program|utility|tool)|by (setting|running|using|adding|'
-            || 'creating|specifying|passing)|the (easiest|best|simplest|preferred|recommended|usual) '
+            || 'creating|specifying|passing|increasing|decreasing|reducing|lowering|raising|turning|changing|'
+            || 'enabling|disabling|removing|dropping|adjusting|calling|issuing|executing|writing|copying)'
+            || '|the (easiest|best|simplest|preferred|recommended|usual) '
             || '(way|method|approach))\M')
         -- an SQL command
         OR p_span ~ '(^|\s)(CREATE|ALTER|DROP|SET|VACUUM|ANALYZE|REINDEX|CLUSTER|TRUNCATE|GRANT) [A-Z]+'
@@ -160,7 +175,8 @@ AS $fn$
     SELECT '{"names": 0.1, "howto": 0.2, "why": 0.05, "defines": 0.1, "neighbour": 0.15, "inherit": 0.05,
         "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8,
         "lexical_share": 0.5, "section_last": 0, "forward": 300, "quantity": 0.2, "idf": 0.75,
-        "skip_see": 1, "context": 0.3}'::jsonb
+        "skip_see": 1, "context": 0.3, "lower": 10, "lower_margin": 0.065, "lower_rank": 2,
+        "lower_margin_lexical": 0.05, "asks_for": 0.1}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
@@ -175,7 +191,11 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 'question''s words are weighted by how specific they are in the tenant in span scores (rag._term_weights); '
 'skip_see (1: on): widening takes a qualifying sentence ("However, ...") across a cross-reference before it '
 '("For ..., see ..."); context: the share of a span''s similarity taken from the mean embedding of it and its '
-'neighbours in the chunk (rag._sentence_scores: sentence embeddings, the PL/Python path only).';
+'neighbours in the chunk (rag._sentence_scores: sentence embeddings, the PL/Python path only); lower: the lowest '
+'fused rank (below k too) of the chunks under the passages that compete for quotes when their best span beats '
+'every passage''s best by lower_margin (lower_margin_lexical on the lexical path), counted as rank lower_rank '
+'(rag._answer; 0: off); asks_for: the preference for a span naming the kind of thing a which/what question '
+'asks for ("Which archive format does ...": archive, format).';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and
@@ -208,6 +228,10 @@ AS $fn$
             || 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|half|'
             || 'double|bytes|kilobytes?|megabytes?|gigabytes?|seconds?|minutes?|hours?|days?|percent)\M')
             THEN coalesce((p_features -> 'weights' ->> 'quantity')::float8, 0) ELSE 0 END
+        -- the kind of thing a which/what question asks for, named by the span ("... the directory archive format")
+        + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'asks_for') = 'array' AND ARRAY(
+                SELECT pg_catalog.jsonb_array_elements_text(p_features -> 'asks_for')) <@ rag._content_terms(p_span)
+            THEN coalesce((p_features -> 'weights' ->> 'asks_for')::float8, 0) ELSE 0 END
         + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'defines') = 'array' AND (
             SELECT pg_catalog.array_agg(x.t) <@ rag._content_terms(m.a[1])
                 AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
