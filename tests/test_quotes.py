@@ -550,39 +550,6 @@ def test_quote_from_a_chunk_ranked_below_the_passages(conn, db):
     assert "lower_chunks" not in b[3] and {c["chunk_id"] for c in b[2]} == {b[3]["chunks"][0]["chunk_id"]}
 
 
-def test_lexical_path_quotes_a_chunk_ranked_below_the_passages(pg, core_db):
-    """Core lexical path (no stored sentences, no PL/Python): with one passage and k 1, the chunk ranked first
-    by the question's embedding shares one word with the question; the chunk ranked below it holds the
-    sentence that answers, whose lexical score beats the passage's best by more than 0.05: it is quoted with
-    exact offsets and listed in evidence.lower_chunks."""
-    e = [[1.0 if i == j else 0.0 for i in range(384)] for j in range(3)]
-    near = [0.0, 0.6, 0.8] + [0.0] * 381  # the third chunk is nearer to the question than the second
-    section = {"anchor": "crates", "section_path": "Crates", "title": "Crates"}
-    docs = {
-        "first.md": ("Widgets are sent out in spring. Nobody knows why.", e[0]),
-        "answer.md": (CRATES_B, e[1]),
-        "yard.md": ("The rail yard is closed on Sundays and on holidays.", near),
-    }
-    q = "[" + ",".join(str(x) for x in e[0]) + "]"
-    with pg.admin(core_db) as c:
-        c.execute("SELECT rag.create_tenant('c')")
-        for key, (content, emb) in docs.items():
-            items = [{"content": content, "embedding": emb, **section}]
-            c.execute("SELECT * FROM rag.store_document('c', %s, %s)", (key, json.dumps(items)))
-        ids = dict(c.execute("SELECT doc_key, chunk_id FROM rag.chunk WHERE tenant = 'c'").fetchall())
-        cur = c.execute(
-            "SELECT status, answer, citations, evidence FROM rag.ask(%s, 'c', 1, %s, %s)",
-            ("How many widgets does a shipping crate hold?", q, json.dumps({"passages": 1})),
-        )
-        a = dict(zip(("status", "answer", "citations", "evidence"), cur.fetchone(), strict=True))
-        assert a["evidence"]["sentence_scoring"] == "lexical"
-        assert [x["chunk_id"] for x in a["evidence"]["chunks"]] == [ids["first.md"]]
-        assert_verbatim(c, a)
-        fact = "A shipping crate holds one gross of widgets, twelve dozen."
-        assert [(x["chunk_id"], x["quote"]) for x in a["citations"]][0] == (ids["answer.md"], fact)
-        assert [x["chunk_id"] for x in a["evidence"]["lower_chunks"]] == [ids["answer.md"]]
-
-
 def test_lexical_scores_leave_out_what_shares_nothing_with_the_question(pg, core_db):
     """Lexical path: a span scores 0.5 x the share of the question's lexemes it holds plus its ts_rank, in the
     units of the margins of quote choice. So a second passage's sentence that shares no word with the question

@@ -177,8 +177,6 @@ DECLARE
     lower_ids bigint [];
     lower_scored jsonb;
     lower_kept jsonb := '[]';  -- [{chunk_id, rank, counted_as}] of those that compete for quotes
-    lower_margin float8 := (rag._quote_weights() ->> 'lower_margin')::float8;
-    lexical_spans boolean := false;  -- the passages' spans are scored lexically (no sentence embeddings)
     quoted_lower bigint [];
 BEGIN
     SELECT
@@ -249,7 +247,6 @@ BEGIN
     as_embedded := rag._embedding_text(p_question, corrected);
     scored := rag._sentence_scores(as_embedded, p_qemb, ids[1:n_passages]);
     IF scored IS NULL THEN
-        lexical_spans := true;
         scored := rag._lexical_sentences(t.ts_config, q, passages);
     ELSE
         SELECT max((s ->> 'sim')::float8) INTO best_sentence FROM pg_catalog.jsonb_array_elements(scored) AS s
@@ -298,30 +295,18 @@ BEGIN
     -- sentence embeddings: the same span score as the passages') beats the best span of every passage by
     -- weights.lower_margin: late-interaction evidence next to the fused rank, not instead of it. It then counts as
     -- rank weights.lower_rank for the rank penalty. A chunk quoted that way is listed in evidence.lower_chunks and
-    -- in chunk_ids. With MiniLM scores only from stored sentences (embedding ten chunks at ask time would cost
-    -- more than the answer); on the lexical path with its lexical scores and weights.lower_margin_lexical (the
-    -- units differ). Never for the gate.
-    IF w_lower > n_passages THEN
+    -- in chunk_ids. Only with MiniLM scores from stored sentences (a margin in cosine units; the lexical path
+    -- keeps its passages), and never for the gate.
+    IF best_sentence IS NOT NULL AND w_lower > n_passages THEN
         lower_ids := ARRAY(
             SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(lower_ranked) AS e
             WHERE (e ->> 'rank')::integer <= w_lower
                 AND NOT (e ->> 'chunk_id')::bigint = ANY (coalesce(reach_ids, '{}'))
-                AND (lexical_spans
-                    OR EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = (e ->> 'chunk_id')::bigint))
+                AND EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = (e ->> 'chunk_id')::bigint)
             ORDER BY (e ->> 'rank')::integer);
     END IF;
     IF pg_catalog.cardinality(lower_ids) > 0 THEN
-        IF lexical_spans THEN
-            -- the lexical path: the same lexical span scores as its passages', the margin in their units
-            lower_margin := (rag._quote_weights() ->> 'lower_margin_lexical')::float8;
-            SELECT rag._lexical_sentences(t.ts_config, q, pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-                'chunk_id', c.chunk_id, 'content', c.content) ORDER BY o.n))
-            INTO lower_scored
-            FROM pg_catalog.unnest(lower_ids) WITH ORDINALITY AS o (id, n)
-            INNER JOIN rag.chunk AS c ON c.chunk_id = o.id;
-        ELSE
-            lower_scored := rag._sentence_scores(as_embedded, p_qemb, lower_ids);
-        END IF;
+        lower_scored := rag._sentence_scores(as_embedded, p_qemb, lower_ids);
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', y.id, 'rank', y.r,
             'counted_as', least(y.r, (rag._quote_weights() ->> 'lower_rank')::integer)) ORDER BY y.r), '[]')
         INTO lower_kept
@@ -336,7 +321,7 @@ BEGIN
         WHERE y.chunk_best >= (
             SELECT max((s ->> 'score')::float8) FROM pg_catalog.jsonb_array_elements(scored) AS s
             WHERE (s ->> 'end')::integer - (s ->> 'start')::integer >= 20
-        ) + lower_margin;
+        ) + (rag._quote_weights() ->> 'lower_margin')::float8;
         SELECT coalesce(pg_catalog.jsonb_agg(s || pg_catalog.jsonb_build_object('rank', (k ->> 'counted_as')::integer)
             ORDER BY (s ->> 'chunk_id')::bigint, (s ->> 'start')::integer), '[]')
         INTO lower_scored

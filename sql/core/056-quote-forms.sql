@@ -176,7 +176,7 @@ AS $fn$
         "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8,
         "lexical_share": 0.5, "section_last": 0, "forward": 300, "quantity": 0.2, "idf": 0.75,
         "skip_see": 1, "context": 0.3, "lower": 10, "lower_margin": 0.065, "lower_rank": 2,
-        "lower_margin_lexical": 0.05, "asks_for": 0.1}'::jsonb
+        "asks_for": 0.1}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
@@ -193,9 +193,9 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 '("For ..., see ..."); context: the share of a span''s similarity taken from the mean embedding of it and its '
 'neighbours in the chunk (rag._sentence_scores: sentence embeddings, the PL/Python path only); lower: the lowest '
 'fused rank (below k too) of the chunks under the passages that compete for quotes when their best span beats '
-'every passage''s best by lower_margin (lower_margin_lexical on the lexical path), counted as rank lower_rank '
-'(rag._answer; 0: off); asks_for: the preference for a span naming the kind of thing a which/what question '
-'asks for ("Which archive format does ...": archive, format).';
+'every passage''s best by lower_margin, counted as rank lower_rank (rag._answer; 0: off; the PL/Python path only); '
+'asks_for: the preference for a span naming the kind of thing a which/what question asks for '
+'("Which archive format does ...": archive, format).';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and
