@@ -150,6 +150,7 @@ DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
     corrected text := p_corrected;
     as_embedded text;  -- the question as embedded (rag._embedding_text), read by the span scores' overlap
+    term_weights jsonb;  -- its terms' weights in the tenant (rag._question_term_weights)
     q tsquery := rag._fts_query(t.ts_config, corrected);
     thresholds jsonb := rag._gate_thresholds(t, p_params);
     opts jsonb := rag._answer_options(p_options);
@@ -237,17 +238,19 @@ BEGIN
         FROM (SELECT pg_catalog.cardinality(names)::float8 AS n) AS n;
     END IF;
 
-    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
-        ORDER BY o.n), '[]')
-    INTO passages
-    FROM pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS o (chunk_id, n)
-    INNER JOIN rag.chunk AS c ON c.chunk_id = o.chunk_id;
-
     -- the overlap part of span scores reads the question as embedded: typo-corrected when a word was unknown to
     -- the corpus (rag._embedding_text), as the lexical path's query is
     as_embedded := rag._embedding_text(p_question, corrected);
-    scored := rag._sentence_scores(as_embedded, p_qemb, ids[1:n_passages]);
+    -- the question's term weights, once for the passages' and the section chunks' spans
+    term_weights := rag._question_term_weights(as_embedded, ids[1]);
+    scored := rag._sentence_scores(as_embedded, p_qemb, ids[1:n_passages], term_weights);
     IF scored IS NULL THEN
+        -- the passages' texts, for the lexical path only
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content)
+            ORDER BY o.n), '[]')
+        INTO passages
+        FROM pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS o (chunk_id, n)
+        INNER JOIN rag.chunk AS c ON c.chunk_id = o.chunk_id;
         scored := rag._lexical_sentences(t.ts_config, q, passages);
     ELSE
         SELECT max((s ->> 'sim')::float8) INTO best_sentence FROM pg_catalog.jsonb_array_elements(scored) AS s
@@ -266,7 +269,7 @@ BEGIN
         reach_ids := ARRAY(SELECT (e ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(reach) AS e);
         IF NOT EXISTS (SELECT FROM pg_catalog.unnest(reach_ids) AS r (id)
             WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
-            reach_scored := rag._sentence_scores(as_embedded, p_qemb, reach_ids);
+            reach_scored := rag._sentence_scores(as_embedded, p_qemb, reach_ids, term_weights);
         END IF;
         -- a section chunk is kept when its best span (lowered, with the rank penalty of its passage) comes within
         -- weights.complete of the passages' best span, or when it follows a passage (a block may carry on there):
