@@ -119,7 +119,8 @@ AS $fn$
         WHEN w.live < 2 OR w.df = 0 THEN 1
         ELSE greatest(ln(w.live::float8 / w.df) / ln(w.live::float8), 0) END
     FROM (
-        SELECT t.term, l.lexeme, n.live,
+        -- the tenant's live chunks once (an InitPlan; a joined subquery was evaluated again for every word)
+        SELECT t.term, l.lexeme, (SELECT rag._live_chunks(p_tenant)) AS live,
             -- one row of rag.tenant_lexeme's primary key per word (a join would read all the tenant's lexemes)
             coalesce((
                 SELECT s.live_chunks FROM rag.tenant_lexeme AS s
@@ -130,7 +131,6 @@ AS $fn$
         CROSS JOIN LATERAL (
             SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
         ) AS l
-        CROSS JOIN (SELECT rag._live_chunks(p_tenant) AS live) AS n
         WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
     ) AS w
 $fn$;
