@@ -125,9 +125,14 @@ def probe_sources(sql_dir: Path) -> list[str]:
         append,
         [
             ("    l.entry_hash := ", "log_row"),
-            ("    INSERT INTO rag.ask_log", "log_entry_hash"),
+            # 0.7.0: chained at insert when it can be (else as before: insert, then rag._seal_log)
+            ("    IF NOT (pg_catalog.pg_is_in_recovery()", "log_entry_hash"),
+            ("            INSERT INTO rag.ask_log", "log_head_lock"),
+            ("            UPDATE rag.log_head AS x", "log_insert_chained"),
+            ("            RETURN l.ask_id;", "log_head_update"),
+            ("    INSERT INTO rag.ask_log OVERRIDING SYSTEM VALUE SELECT l.*;\n    PERFORM", "log_entry_hash"),
             ("    PERFORM rag._seal_log(", "log_insert"),
-            ("    RETURN l.ask_id;", "log_seal"),
+            ("    RETURN l.ask_id;\nEND", "log_seal"),
         ],
     ).replace("rag._append_log(", "pg_temp._append_log_probe(", 1)
 
@@ -178,15 +183,34 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--sql-dir", default=str(ROOT / "sql/core"))
     ap.add_argument("--label", default="")
+    ap.add_argument(
+        "--bench",
+        type=int,
+        default=0,
+        help="instead of the dev set: the first N questions per class of pgcite_bench.question (the scale "
+        "benchmark's database), each of its own tenant; with --qemb its stored embedding",
+    )
     args = ap.parse_args()
-    questions = load("pgdocs-dev.jsonl") + load("offtopic.jsonl", args.offtopic)
     owner = psycopg.connect(args.dsn, autocommit=True)
     reader = psycopg.connect(psycopg.conninfo.make_conninfo(args.dsn, user=args.reader), autocommit=True)
-    qembs: dict[str, str | None] = {q: None for q in questions}
-    if args.qemb:
-        with psycopg.connect(args.embed_dsn or args.dsn, autocommit=True) as e:
-            for q in questions:
-                qembs[q] = e.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0]
+    tenants: dict[str, str] = {}
+    qembs: dict[str, str | None] = {}
+    if args.bench:
+        rows = owner.execute(
+            "SELECT tenant, question, qemb::text FROM (SELECT *, row_number() OVER "
+            "(PARTITION BY class ORDER BY id) AS n FROM pgcite_bench.question) AS q WHERE n <= %s ORDER BY id",
+            (args.bench,),
+        ).fetchall()
+        questions = [q for _t, q, _e in rows]
+        tenants = {q: t for t, q, _e in rows}
+        qembs = {q: (e if args.qemb else None) for _t, q, e in rows}
+    else:
+        questions = load("pgdocs-dev.jsonl") + load("offtopic.jsonl", args.offtopic)
+        qembs = {q: None for q in questions}
+        if args.qemb:
+            with psycopg.connect(args.embed_dsn or args.dsn, autocommit=True) as e:
+                for q in questions:
+                    qembs[q] = e.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0]
     for s in probe_sources(Path(args.sql_dir)):
         owner.execute(s)
     owner.execute("SET track_functions = 'all'")
@@ -201,12 +225,13 @@ def main() -> None:
     for rnd in range(args.rounds):
         for q in questions:
             qemb = qembs[q]
+            tenant = tenants.get(q, args.tenant)
             # 1. laps
             owner.execute("BEGIN")
             t0 = time.perf_counter()
             owner.execute(
                 "SELECT status FROM pg_temp._ask_probe(%s, %s, %s, 5, %s::vector, '{}')",
-                (args.reader, q, args.tenant, qemb),
+                (args.reader, q, tenant, qemb),
             ).fetchone()
             t1 = time.perf_counter()
             got = owner.execute("SELECT current_setting('pgcite_probe.laps')").fetchone()[0]
@@ -220,7 +245,7 @@ def main() -> None:
             before = {r[0]: r[1:] for r in owner.execute(FUNCTIONS).fetchall()}
             owner.execute(
                 "SELECT status FROM rag._ask(%s, %s, %s, 5, %s::vector, '{}')",
-                (args.reader, q, args.tenant, qemb),
+                (args.reader, q, tenant, qemb),
             ).fetchone()
             fns = [
                 (n, c - before.get(n, (0, 0.0))[0], ms - before.get(n, (0, 0.0))[1])
@@ -230,7 +255,7 @@ def main() -> None:
             # 3. whole calls
             t4 = time.perf_counter()
             reader.execute(
-                "SELECT status FROM rag.ask(%s, %s, 5, %s::vector)", (q, args.tenant, qemb)
+                "SELECT status FROM rag.ask(%s, %s, 5, %s::vector)", (q, tenant, qemb)
             ).fetchone()
             t5 = time.perf_counter()
             emb = qemb or retrieve_emb.get(q)
@@ -238,7 +263,7 @@ def main() -> None:
                 emb = retrieve_emb[q] = owner.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0]
             t6 = time.perf_counter()
             reader.execute(
-                "SELECT count(*) FROM rag.retrieve(%s, %s, 5, %s::vector)", (q, args.tenant, emb)
+                "SELECT count(*) FROM rag.retrieve(%s, %s, 5, %s::vector)", (q, tenant, emb)
             ).fetchone()
             t7 = time.perf_counter()
             if rnd == 0:
