@@ -13,8 +13,9 @@ connection): rag.retrieve (k 8 on the scale database, 5 on the dev set; the ques
 rag.ask with the embedding passed (`ask+qemb`, k 5) and rag.ask embedding it in the database (`ask`, k 5; not
 with --no-embed, e.g. a database without pgcite_python), each once. With --old, OLD_DIR's and NEW_DIR's
 sql/core/*.sql files are run over the database (a superuser's connection, as an upgrade runs them) before each
-block of --block questions, in the order A B B A A B ..., and each block is asked on a fresh reader connection,
-so both versions see the same load on this shared machine. Prints p50 / p95 per class and call for each version,
+block of --block questions, in the order A B B A A B ..., and each block is asked on a fresh reader
+connection, so both versions see the same load on this shared machine. Prints p50 / p95 per class and call for
+each version,
 the after / before ratio of the p50s, `ask+qemb - retrieve` (what rag.ask costs beyond retrieval, p50 of the
 per-question differences), and the statuses of rag.ask per version. The database keeps NEW_DIR's version.
 """
@@ -72,8 +73,12 @@ def main() -> None:
     ap.add_argument("--old", help="sql/core directory of the version before (alternated with --new)")
     ap.add_argument("--new", default=str(ROOT / "sql/core"))
     ap.add_argument("--block", type=int, default=10, help="questions per block of one version")
-    ap.add_argument("--dev", action="store_true", help="the dev set of --tenant instead of pgcite_bench.question")
-    ap.add_argument("--dsn", default=None, help="superuser DSN of the database (default: BENCH_DB on the cluster)")
+    ap.add_argument(
+        "--dev", action="store_true", help="the dev set of --tenant instead of pgcite_bench.question"
+    )
+    ap.add_argument(
+        "--dsn", default=None, help="superuser DSN of the database (default: BENCH_DB on the cluster)"
+    )
     ap.add_argument("--reader", default=corpus.READER)
     ap.add_argument("--tenant", default="pgdocs")
     ap.add_argument("--offtopic", type=int, default=40)
@@ -138,8 +143,10 @@ def main() -> None:
     for cls in classes:
         rows = [call for call, _, _ in calls] + ["ask+qemb - retrieve"]
         for call in rows:
-            vals = [beyond[(cls, n)] if call.endswith("retrieve") and call != "retrieve" else ms[(cls, call, n)]
-                    for n in names]
+            vals = [
+                beyond[(cls, n)] if call.endswith("retrieve") and call != "retrieve" else ms[(cls, call, n)]
+                for n in names
+            ]
             cells = " | ".join(f"{statistics.median(v):.2f} / {pct(v, 0.95):.2f}" for v in vals)
             ratio = f" {statistics.median(vals[1]) / statistics.median(vals[0]):.3f} |" if args.old else ""
             print(f"| {cls} | `{call}` | {cells} |{ratio}")

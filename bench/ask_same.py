@@ -3,16 +3,16 @@
     DATABASE_URL='host=... port=... user=postgres dbname=pgcite_quotes' .venv/bin/python bench/ask_same.py \\
         OLD_DIR [NEW_DIR] [--reader h10b_reader] [--tenant pgdocs] [--qemb [--embed-dsn DSN]] [--offtopic 361]
 
-OLD_DIR and NEW_DIR (default: this checkout's sql/core) hold sql/core/*.sql files (e.g. another commit's:
-`git archive COMMIT sql/core | tar -x -C /tmp/x`). For each version in turn: its files run over the database
-(a superuser's connection; in file order, as an install or upgrade runs them, 090-grants included), then every
+OLD_DIR and NEW_DIR (default: this checkout's sql/core) hold sql/core/*.sql files (e.g. another commit's: `git
+archive COMMIT sql/core | tar -x -C /tmp/x`). For each version in turn: its files run over the database (a
+superuser's connection; in file order, as an install or upgrade runs them, 090-grants included), then every
 question of eval/pgdocs-dev.jsonl and the first --offtopic of eval/offtopic.jsonl is asked as the reader
-(rag.ask, k 5; with --qemb the question's embedding passed, computed first by rag.embed on --embed-dsn: the core
-path), and its audit row read back. Compared per question: every column rag.ask returns but ask_id (status,
-answer, reason, citations with their quote offsets, evidence), and every column of the audit row but those that
-differ between two asks by construction (ask_id, asked_at, timings, and the hashes and seq that cover them).
-After each version: rag.verify_log as the reader must be ok with nothing unsealed. The database keeps NEW_DIR's
-version at the end. Exit status 1 if anything differs.
+(rag.ask, k 5; with --qemb the question's embedding passed, computed first by rag.embed on --embed-dsn: the
+core path), and its audit row read back. Compared per question: every column rag.ask returns but ask_id
+(status, answer, reason, citations with their quote offsets, evidence), and every column of the audit row but
+those that differ between two asks by construction (ask_id, asked_at, timings, and the hashes and seq that
+cover them). After each version: rag.verify_log as the reader must be ok with nothing unsealed. The database
+keeps NEW_DIR's version at the end. Exit status 1 if anything differs.
 """
 
 from __future__ import annotations
@@ -59,7 +59,9 @@ def run(owner, reader, tenant: str, qs: list[str], qembs: dict) -> tuple[list, d
             (list(VOLATILE_LOG), r[0]),
         ).fetchone()[0]
         rows.append((r[1:], log))
-    check = reader.execute("SELECT ok, checked, problem, unsealed FROM rag.verify_log(%s)", (tenant,)).fetchone()
+    check = reader.execute(
+        "SELECT ok, checked, problem, unsealed FROM rag.verify_log(%s)", (tenant,)
+    ).fetchone()
     return rows, {"ok": check[0], "checked": check[1], "problem": check[2], "unsealed": check[3]}
 
 
@@ -104,10 +106,12 @@ def main() -> int:
     old, new = results["old"][0], results["new"][0]
     differ = [(i, first_difference(a, b)) for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b]
     statuses = {}
-    for (row, _log) in new:
+    for row, _log in new:
         statuses[row[0]] = statuses.get(row[0], 0) + 1
-    print(f"{len(qs)} questions ({'embedding passed' if args.qemb else 'embedded in the database'}), "
-          f"statuses {statuses}; {len(differ)} differ")
+    print(
+        f"{len(qs)} questions ({'embedding passed' if args.qemb else 'embedded in the database'}), "
+        f"statuses {statuses}; {len(differ)} differ"
+    )
     for i, what in differ[:10]:
         print(f"  #{i} {qs[i][:70]!r}: {what}")
     bad_log = [v for _rows, v in results.values() if not v["ok"] or v["unsealed"]]

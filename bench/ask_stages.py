@@ -1,6 +1,7 @@
 """Where a rag.ask's time goes, statement by statement, on the dev set (issue #10, round 6).
 
-    DATABASE_URL='host=... port=... user=postgres dbname=pgcite_quotes' .venv/bin/python bench/ask_stages.py \\
+    DATABASE_URL='host=... port=... user=postgres dbname=pgcite_quotes' \\
+        .venv/bin/python bench/ask_stages.py \\
         [--reader h10b_reader] [--tenant pgdocs] [--qemb] [--embed-dsn DSN] [--rounds 2] [--sql-dir sql/core]
 
 Needs a superuser connection (it creates session-only probe copies in pg_temp; nothing is written to the
@@ -43,7 +44,8 @@ CREATE OR REPLACE FUNCTION pg_temp._lap(p text) RETURNS void LANGUAGE plpgsql VO
 DECLARE t timestamptz := clock_timestamp();
 BEGIN
     PERFORM set_config('pgcite_probe.laps', current_setting('pgcite_probe.laps') || p || '='
-        || (extract(epoch FROM t - current_setting('pgcite_probe.t')::timestamptz) * 1000)::text || ';', false);
+        || (extract(epoch FROM t - current_setting('pgcite_probe.t')::timestamptz) * 1000)::text || ';',
+        false);
     PERFORM set_config('pgcite_probe.t', clock_timestamp()::text, false);
 END $$;
 """
@@ -93,16 +95,23 @@ def probe_sources(sql_dir: Path) -> list[str]:
     answer = with_laps(
         answer,
         [
-            ("    SELECT\n        coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(\n            'rank'",
-             "answer_setup"),
+            (
+                "    SELECT\n        coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(\n"
+                "            'rank'",
+                "answer_setup",
+            ),
             ("    n_visible := rag._live_chunks(", "candidates"),
             ("    covered := rag._coverage(", "live_chunks"),
             ("    foreign_names := rag._foreign_names(", "coverage"),
             ("    names := ARRAY(", "foreign_names"),
             ("    SELECT avg((EXISTS (", "question_names"),
             ("    defined := rag._defined_term(", "names_found"),
-            ("    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, "
-             "'content', c.content)", "defined_term"),
+            (
+                "    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
+                "'chunk_id', c.chunk_id, "
+                "'content', c.content)",
+                "defined_term",
+            ),
             ("    as_embedded := rag._embedding_text(", "passages_json"),
             ("    scored := rag._sentence_scores(", "embedding_text"),
             ("    IF scored IS NULL THEN", "sentence_scores"),
@@ -130,7 +139,10 @@ def probe_sources(sql_dir: Path) -> list[str]:
             ("            INSERT INTO rag.ask_log", "log_head_lock"),
             ("            UPDATE rag.log_head AS x", "log_insert_chained"),
             ("            RETURN l.ask_id;", "log_head_update"),
-            ("    INSERT INTO rag.ask_log OVERRIDING SYSTEM VALUE SELECT l.*;\n    PERFORM", "log_entry_hash"),
+            (
+                "    INSERT INTO rag.ask_log OVERRIDING SYSTEM VALUE SELECT l.*;\n    PERFORM",
+                "log_entry_hash",
+            ),
             ("    PERFORM rag._seal_log(", "log_insert"),
             ("    RETURN l.ask_id;\nEND", "log_seal"),
         ],
@@ -147,8 +159,12 @@ def probe_sources(sql_dir: Path) -> list[str]:
             ("    t2 := pg_catalog.clock_timestamp();", "ask_generation"),
             ("    IF read_only THEN", "ask_timings"),
             ("        ask_id := rag._append_log(", "ask_logged_evidence"),
-            ("    IF g IS NOT NULL THEN\n        evidence := evidence || pg_catalog.jsonb_build_object('generation', "
-             "rag._generation_summary", "ask_after_log"),
+            (
+                "    IF g IS NOT NULL THEN\n        evidence := evidence || "
+                "pg_catalog.jsonb_build_object('generation', "
+                "rag._generation_summary",
+                "ask_after_log",
+            ),
             ("    RETURN NEXT;\nEND", "ask_tail"),
         ],
     )
@@ -198,7 +214,8 @@ def main() -> None:
     if args.bench:
         rows = owner.execute(
             "SELECT tenant, question, qemb::text FROM (SELECT *, row_number() OVER "
-            "(PARTITION BY class ORDER BY id) AS n FROM pgcite_bench.question) AS q WHERE n <= %s ORDER BY id",
+            "(PARTITION BY class ORDER BY id) AS n FROM pgcite_bench.question) AS q WHERE n <= %s "
+            "ORDER BY id",
             (args.bench,),
         ).fetchall()
         questions = [q for _t, q, _e in rows]
@@ -254,9 +271,7 @@ def main() -> None:
             owner.execute("COMMIT")
             # 3. whole calls
             t4 = time.perf_counter()
-            reader.execute(
-                "SELECT status FROM rag.ask(%s, %s, 5, %s::vector)", (q, tenant, qemb)
-            ).fetchone()
+            reader.execute("SELECT status FROM rag.ask(%s, %s, 5, %s::vector)", (q, tenant, qemb)).fetchone()
             t5 = time.perf_counter()
             emb = qemb or retrieve_emb.get(q)
             if emb is None:
@@ -290,7 +305,9 @@ def main() -> None:
     for name, v in laps.items():
         # a stage that ran in only some asks (abstain, reach) is averaged over every ask
         mean = sum(v) / n_counted
-        print(f"| {name} | {pct(v, 0.5):.3f} | {pct(v, 0.95):.3f} | {mean:.3f} | {100 * mean / total:.1f} % |")
+        print(
+            f"| {name} | {pct(v, 0.5):.3f} | {pct(v, 0.95):.3f} | {mean:.3f} | {100 * mean / total:.1f} % |"
+        )
     for name, v in whole.items():
         print(f"| {name} | {pct(v, 0.5):.2f} | {pct(v, 0.95):.2f} | {statistics.mean(v):.2f} | |")
     print()

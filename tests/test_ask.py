@@ -229,7 +229,8 @@ def _chain(conn, tenant):
     """The tenant's log entries in ask_id order: (ask_id, seq, prev_hash, row_hash, the hashes recomputed)."""
     return conn.execute(
         "SELECT l.ask_id, l.seq, l.prev_hash, l.row_hash, "
-        "l.entry_hash = sha256(convert_to(rag._log_entry_text(l), 'UTF8')), l.row_hash = rag._log_row_hash(l) "
+        "l.entry_hash = sha256(convert_to(rag._log_entry_text(l), 'UTF8')), "
+        "l.row_hash = rag._log_row_hash(l) "
         "FROM rag.ask_log AS l WHERE l.tenant = %s ORDER BY l.ask_id",
         (tenant,),
     ).fetchall()
@@ -287,7 +288,10 @@ def test_an_entry_whose_log_head_is_held_waits_unsealed_and_the_next_ask_chains_
                 chain = _chain(a, tenant)
                 assert [c[:2] for c in chain] == [(first, 1), (second, 2)]
                 assert chain[1][2] == chain[0][3] and all(c[4] and c[5] for c in chain)
-                assert r.execute("SELECT ok, unsealed FROM rag.verify_log(%s)", (tenant,)).fetchone() == (True, 0)
+                assert r.execute("SELECT ok, unsealed FROM rag.verify_log(%s)", (tenant,)).fetchone() == (
+                    True,
+                    0,
+                )
         finally:
             a.execute(f"DROP OWNED BY {role}")
             a.execute(f"DROP ROLE {role}")

@@ -418,7 +418,8 @@ def test_refuses_without_createrole_and_names_what_a_dba_runs(pg):
 def test_refuses_an_unknown_release(managed_db):
     _, err = refused(managed_db, "install", "--dsn", managed_db.dsn, "--version", "0.0.9")
     assert err.startswith(
-        "error [22023]: no released script of pgcite 0.0.9 (released: 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0"
+        "error [22023]: no released script of pgcite 0.0.9 "
+        "(released: 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0"
     )
 
 
