@@ -326,7 +326,7 @@ BEGIN
             ORDER BY (e ->> 'rank')::integer);
     END IF;
     IF pg_catalog.cardinality(lower_ids) > 0 THEN
-        lower_scored := rag._sentence_scores(as_embedded, p_qemb, lower_ids);
+        lower_scored := rag._sentence_scores(as_embedded, p_qemb, lower_ids, term_weights);
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', y.id, 'rank', y.r,
             'counted_as', least(y.r, (rag._quote_weights() ->> 'lower_rank')::integer)) ORDER BY y.r), '[]')
         INTO lower_kept
