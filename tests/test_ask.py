@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 
 import psycopg
 import pytest
-from conftest import sqlstate_of
+from conftest import connect, sqlstate_of
 
 WRAP_Q = "How do I prevent transaction ID wraparound failures?"
 
@@ -222,6 +223,78 @@ def test_explain_shows_every_candidate_and_why_dropped(conn):
     assert [r["fused_rank"] for r in by] == list(range(1, len(by) + 1))
     assert all(r["dropped_by"] == "rank_beyond_k" for r in by[3:])
     assert any(r["cited"] for r in by[:3])
+
+
+def _chain(conn, tenant):
+    """The tenant's log entries in ask_id order: (ask_id, seq, prev_hash, row_hash, the hashes recomputed)."""
+    return conn.execute(
+        "SELECT l.ask_id, l.seq, l.prev_hash, l.row_hash, "
+        "l.entry_hash = sha256(convert_to(rag._log_entry_text(l), 'UTF8')), "
+        "l.row_hash = rag._log_row_hash(l) "
+        "FROM rag.ask_log AS l WHERE l.tenant = %s ORDER BY l.ask_id",
+        (tenant,),
+    ).fetchall()
+
+
+def test_an_ask_is_logged_chained_in_one_write(conn):
+    """A reader's ask (nothing else sealing) appends its entry already chained: one INSERT, no UPDATE of the
+    log (0.7.0; before, the entry was inserted unchained and rag._seal_log updated it at once), with the seq,
+    prev_hash and row_hash the chain needs, the head moved to it, and rag.verify_log still ok."""
+    sfx = uuid.uuid4().hex[:6]
+    tenant, role = f"chain_{sfx}", f"chain_reader_{sfx}"
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.create_tenant(%s)", (tenant,))
+    conn.execute("SELECT rag.grant_tenant(%s, %s)", (tenant, role))
+    conn.execute("SELECT rag.grant_tenant('tiny', %s)", (role,))
+    before = conn.execute(
+        "SELECT n_tup_ins, n_tup_upd FROM pg_stat_xact_user_tables WHERE relid = 'rag.ask_log'::regclass"
+    ).fetchone() or (0, 0)
+    conn.execute(f"SET ROLE {role}")
+    ids = [conn.execute("SELECT ask_id FROM rag.ask(%s, %s)", (q, tenant)).fetchone()[0] for q in ("", " ")]
+    assert conn.execute("SELECT status FROM rag.ask(%s, 'tiny')", (WRAP_Q,)).fetchone()[0] == "answered"
+    assert conn.execute("SELECT ok, unsealed FROM rag.verify_log(%s)", (tenant,)).fetchone() == (True, 0)
+    conn.execute("RESET ROLE")
+    after = conn.execute(
+        "SELECT n_tup_ins, n_tup_upd FROM pg_stat_xact_user_tables WHERE relid = 'rag.ask_log'::regclass"
+    ).fetchone()
+    assert (after[0] - before[0], after[1] - before[1]) == (3, 0)
+    chain = _chain(conn, tenant)
+    assert [c[0] for c in chain] == ids
+    assert [c[1] for c in chain] == [1, 2]
+    assert chain[0][2] is None and chain[1][2] == chain[0][3]  # prev_hash: none, then the first's row_hash
+    assert all(c[4] and c[5] for c in chain)
+    head = conn.execute("SELECT seq, row_hash FROM rag.log_head WHERE tenant = %s", (tenant,)).fetchone()
+    assert head == (2, chain[1][3])
+
+
+def test_an_entry_whose_log_head_is_held_waits_unsealed_and_the_next_ask_chains_both(pg, db):
+    """While another transaction holds the tenant's log head, an ask neither waits nor chains its entry; the
+    next ask sees that unchained entry, so it does not chain its own at insert: rag._seal_log chains both, in
+    ask_id order."""
+    sfx = uuid.uuid4().hex[:6]
+    tenant, role = f"held_{sfx}", f"held_reader_{sfx}"
+    with pg.admin(db) as a:
+        a.execute(f"CREATE ROLE {role} LOGIN IN ROLE pgcite_reader")
+        a.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        a.execute("SELECT rag.grant_tenant(%s, %s)", (tenant, role))
+        try:
+            with connect(pg, db, role) as r:
+                r.execute("SET statement_timeout = '5s'")
+                with a.transaction():
+                    a.execute("SELECT FROM rag.log_head WHERE tenant = %s FOR UPDATE", (tenant,))
+                    first = r.execute("SELECT ask_id FROM rag.ask('', %s)", (tenant,)).fetchone()[0]
+                assert [c[:2] for c in _chain(a, tenant)] == [(first, None)]  # unchained, not waiting
+                second = r.execute("SELECT ask_id FROM rag.ask('', %s)", (tenant,)).fetchone()[0]
+                chain = _chain(a, tenant)
+                assert [c[:2] for c in chain] == [(first, 1), (second, 2)]
+                assert chain[1][2] == chain[0][3] and all(c[4] and c[5] for c in chain)
+                assert r.execute("SELECT ok, unsealed FROM rag.verify_log(%s)", (tenant,)).fetchone() == (
+                    True,
+                    0,
+                )
+        finally:
+            a.execute(f"DROP OWNED BY {role}")
+            a.execute(f"DROP ROLE {role}")
 
 
 def test_read_only_transaction_answers_without_logging(conn):

@@ -119,7 +119,8 @@ AS $fn$
         WHEN w.live < 2 OR w.df = 0 THEN 1
         ELSE greatest(ln(w.live::float8 / w.df) / ln(w.live::float8), 0) END
     FROM (
-        SELECT t.term, l.lexeme, n.live,
+        -- the tenant's live chunks once (an InitPlan; a joined subquery was evaluated again for every word)
+        SELECT t.term, l.lexeme, (SELECT rag._live_chunks(p_tenant)) AS live,
             -- one row of rag.tenant_lexeme's primary key per word (a join would read all the tenant's lexemes)
             coalesce((
                 SELECT s.live_chunks FROM rag.tenant_lexeme AS s
@@ -130,13 +131,44 @@ AS $fn$
         CROSS JOIN LATERAL (
             SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
         ) AS l
-        CROSS JOIN (SELECT rag._live_chunks(p_tenant) AS live) AS n
         WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
     ) AS w
 $fn$;
 COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
 'Internal: how specific each word of a text is in a tenant (1 - a + a x idf over its live chunks), by content term '
 'and by lexeme, for weighting the question''s words in span scores (weights.idf).';
+
+-- The question's term weights of rag._sentence_scores (weights.idf; {} without): rag._term_weights of the tenant of
+-- p_chunk (a chunk of the passages), each content term once with its highest weight. rag._answer computes them
+-- once for the passages' and the section chunks' spans (they depend on the question and the tenant only).
+CREATE OR REPLACE FUNCTION rag._question_term_weights(p_question text, p_chunk bigint)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    -- rag._quote_weights is defined in 056-quote-forms.sql, after this file: PL/pgSQL resolves it at call time
+    w_idf float8 := coalesce((rag._quote_weights() ->> 'idf')::float8, 0);
+    term_w jsonb := '{}';
+BEGIN
+    IF w_idf > 0 THEN
+        SELECT coalesce(pg_catalog.jsonb_object_agg(x.term, x.weight), '{}') INTO term_w
+        FROM (
+            SELECT DISTINCT ON (tw.term) tw.term, tw.weight
+            FROM rag.chunk AS c
+            INNER JOIN rag.tenant AS t ON t.tenant = c.tenant,
+                rag._term_weights(c.tenant, t.ts_config, p_question, w_idf) AS tw
+            WHERE c.chunk_id = p_chunk AND tw.term IS NOT NULL
+            ORDER BY tw.term, tw.weight DESC
+        ) AS x;
+    END IF;
+    RETURN term_w;
+END
+$fn$;
+COMMENT ON FUNCTION rag._question_term_weights(text, bigint) IS
+'Internal: {term: weight} of the question''s content terms in the tenant of p_chunk (weights.idf; {} without), '
+'for rag._sentence_scores.';
 
 -- Every sentence span of the given chunks scored against the question: MiniLM cosine
 -- similarity to the question plus 0.25 x the share of the question's content words it contains, each word
@@ -147,8 +179,11 @@ COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
 -- similarity (the gate reads it). Sentences and
 -- their embeddings come from rag.sentence (stored at ingest); for chunks stored without them,
 -- rag._sentence_vectors (pgcite_python) splits and embeds them now. NULL when a chunk has no stored sentences
--- and pgcite_python is not installed: the caller then scores lexically.
-CREATE OR REPLACE FUNCTION rag._sentence_scores(p_question text, p_qemb public.vector, p_ids bigint[])
+-- and pgcite_python is not installed: the caller then scores lexically. p_term_weights: the question's term
+-- weights (rag._question_term_weights), NULL to compute them here.
+CREATE OR REPLACE FUNCTION rag._sentence_scores(
+    p_question text, p_qemb public.vector, p_ids bigint[], p_term_weights jsonb
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
@@ -161,19 +196,10 @@ DECLARE
     -- rag._quote_weights is defined in 056-quote-forms.sql, after this file: PL/pgSQL resolves it at call time
     w_idf float8 := coalesce((rag._quote_weights() ->> 'idf')::float8, 0);
     w_ctx float8 := coalesce((rag._quote_weights() ->> 'context')::float8, 0);
-    term_w jsonb := '{}';  -- with weights.idf: each question term's weight, from how specific it is in the tenant
+    -- with weights.idf: each question term's weight, from how specific it is in the tenant (given by the caller,
+    -- else computed here)
+    term_w jsonb := coalesce(p_term_weights, rag._question_term_weights(p_question, p_ids[1]));
 BEGIN
-    IF w_idf > 0 THEN
-        SELECT coalesce(pg_catalog.jsonb_object_agg(x.term, x.weight), '{}') INTO term_w
-        FROM (
-            SELECT DISTINCT ON (tw.term) tw.term, tw.weight
-            FROM rag.chunk AS c
-            INNER JOIN rag.tenant AS t ON t.tenant = c.tenant,
-                rag._term_weights(c.tenant, t.ts_config, p_question, w_idf) AS tw
-            WHERE c.chunk_id = p_ids[1] AND tw.term IS NOT NULL
-            ORDER BY tw.term, tw.weight DESC
-        ) AS x;
-    END IF;
     SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content))
     INTO missing
     FROM rag.chunk AS c
@@ -219,7 +245,7 @@ BEGIN
     );
 END
 $fn$;
-COMMENT ON FUNCTION rag._sentence_scores(text, public.vector, bigint[]) IS
+COMMENT ON FUNCTION rag._sentence_scores(text, public.vector, bigint[], jsonb) IS
 'Internal: the sentences of the chunks scored against the question [{chunk_id, start, end, quote, sim, overlap, '
 'score, terms}] (terms: rag._content_terms of the quote, stored at ingest), or NULL when some chunk has no '
 'stored sentences and pgcite_python is absent.';

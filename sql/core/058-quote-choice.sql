@@ -44,13 +44,14 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     -- the question's form as asked (capitals, punctuation), with the names of the corrected question (a
-    -- misspelt setting name corrected)
-    features jsonb := rag._question_features(p_question) || pg_catalog.jsonb_build_object(
+    -- misspelt setting name corrected); computed once (~1 ms of regular expressions)
+    asked jsonb := rag._question_features(p_question);
+    features jsonb := asked || pg_catalog.jsonb_build_object(
         'weights', rag._quote_weights(),
         'names', coalesce((SELECT pg_catalog.to_jsonb(pg_catalog.array_agg(x.name ORDER BY x.o)) FROM (
             SELECT DISTINCT ON (y.name) y.name, y.o FROM (
                 SELECT e.name, e.o FROM pg_catalog.jsonb_array_elements_text(
-                    rag._question_features(p_question) -> 'names') WITH ORDINALITY AS e (name, o)
+                    asked -> 'names') WITH ORDINALITY AS e (name, o)
                 UNION ALL
                 SELECT c.name, 1000 + c.o FROM pg_catalog.unnest(rag._question_names(p_corrected))
                     WITH ORDINALITY AS c (name, o)

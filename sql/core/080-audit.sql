@@ -54,8 +54,13 @@ $fn$;
 COMMENT ON FUNCTION rag._log_row_hash(rag.ask_log) IS
 'Internal: sha256(prev_hash || seq || entry_hash), or the 0.2.0 formula for entries without entry_hash.';
 
--- Appends one entry, hashed but not yet chained, then seals the tenant's chain if it can do so without
--- waiting. Inserting never waits for another session, so an ask in an open transaction holds up nobody.
+-- Appends one entry, hashed, and chains it if it can do so without waiting. Inserting never waits for another
+-- session, so an ask in an open transaction holds up nobody. When this transaction may seal (rag._seal_log's
+-- conditions), holds the tenant's rag.log_head row (SKIP LOCKED) and sees no unsealed entry of the tenant, the
+-- entry is inserted chained: the seq, prev_hash and row_hash that inserting it unchained and then running
+-- rag._seal_log would give it, without writing the row twice (the UPDATE of a new row: a second heap tuple, its
+-- index entries and its WAL, and a dead tuple left in rag.ask_log). Otherwise it is inserted unchained and
+-- rag._seal_log chains what it can, as before.
 CREATE OR REPLACE FUNCTION rag._append_log(
     p_caller name, p_tenant text, p_asked_at timestamptz, p_question text, p_k integer, p_options jsonb,
     p_settings jsonb, p_model text, p_supplied boolean, p_qemb public.vector, p_chunk_ids bigint[], p_status text,
@@ -68,6 +73,7 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     l rag.ask_log;
+    h rag.log_head;
 BEGIN
     l.ask_id := pg_catalog.nextval('rag.ask_log_ask_id_seq');
     l.tenant := p_tenant;
@@ -89,6 +95,20 @@ BEGIN
     l.timings := p_timings;
     l.fingerprint := p_evidence ->> 'fingerprint';
     l.entry_hash := pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(l), 'UTF8'));
+    IF NOT (pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only') = 'on'
+        OR pg_catalog.current_setting('transaction_isolation') <> 'read committed') THEN
+        SELECT * INTO h FROM rag.log_head AS x WHERE x.tenant = p_tenant FOR UPDATE SKIP LOCKED;
+        IF found AND NOT EXISTS (SELECT FROM rag.ask_log AS a WHERE a.tenant = p_tenant AND a.seq IS NULL) THEN
+            l.seq := h.seq + 1;
+            l.prev_hash := h.row_hash;
+            l.row_hash := pg_catalog.sha256(coalesce(h.row_hash, ''::bytea) || pg_catalog.int8send(l.seq)
+                || l.entry_hash);
+            INSERT INTO rag.ask_log OVERRIDING SYSTEM VALUE SELECT l.*;
+            UPDATE rag.log_head AS x SET seq = l.seq, row_hash = l.row_hash, sealed_at = pg_catalog.now()
+            WHERE x.tenant = p_tenant;
+            RETURN l.ask_id;
+        END IF;
+    END IF;
     INSERT INTO rag.ask_log OVERRIDING SYSTEM VALUE SELECT l.*;
     PERFORM rag._seal_log(p_tenant);
     RETURN l.ask_id;
@@ -97,7 +117,8 @@ $fn$;
 COMMENT ON FUNCTION rag._append_log(
     name, text, timestamptz, text, integer, jsonb, jsonb, text, boolean, public.vector, bigint[], text, text, text,
     jsonb, jsonb, jsonb
-) IS 'Internal: writes one audit entry with its entry_hash and seals the chain when that needs no waiting.';
+) IS 'Internal: writes one audit entry with its entry_hash, chained at once when that needs no waiting and no '
+'earlier entry waits, else sealed by rag._seal_log when that needs no waiting.';
 
 -- Seals the tenant's unsealed entries that this transaction can see, in ask_id order: each gets the next seq,
 -- the previous row_hash and its own row_hash, and rag.log_head moves to the last. Only whoever holds the
