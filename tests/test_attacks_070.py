@@ -14,8 +14,9 @@ import json
 import time
 import uuid
 
+import psycopg
 import pytest
-from conftest import MANUAL, TINY_FILES, connect, fails, ingest_files, two_tenant_database
+from conftest import MANUAL, TINY_FILES, connect, fails, ingest_files, sqlstate_of, two_tenant_database
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
@@ -332,3 +333,133 @@ def test_no_sql_or_python_reads_a_pgcite_parameter_except_to_refuse_it():
                 hits.append((path.relative_to(root).as_posix(), line.strip()[:60]))
     assert sorted({p for p, _ in hits}) == ["python_udfs/pgcite_udfs/udf.py", "sql/core/000-access.sql"], hits
     assert len(hits) == 3, hits
+
+
+# ================================================================ Security round 8 (0.7.0): this session's changes
+# (docs/security.md "Security round 8", docs/BENCHMARKS.md "Security round 8 (0.7.0)")
+
+CAL_QUESTIONS = [
+    {"id": "a1", "question": "When does alpha vacuum?", "kind": "answerable"},
+    {"id": "a2", "question": "Which index handles range queries?", "kind": "answerable"},
+    {"id": "n1", "question": "What is the capital of Peru?", "kind": "out_of_corpus"},
+]
+
+
+def gates(pg, db) -> dict:
+    with pg.admin(db) as a:
+        return dict(a.execute("SELECT tenant, gate FROM rag.tenant ORDER BY tenant").fetchall())
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"false_answer_cost": "NaN"},
+        {"false_answer_cost": "Infinity"},
+        {"false_answer_cost": "-0"},
+        {"false_answer_cost": "1e300"},
+        {"expect": "alpha.md"},
+        {"expect": {"anchor": "alpha.md"}},
+        {"expect": [1, 2]},
+    ],
+    ids=lambda b: "-".join(f"{k}={v}" for k, v in b.items()),
+)
+def test_calibrate_refuses_a_cost_that_is_no_positive_number_or_an_expect_of_the_wrong_shape(pg, adb, bad):
+    """A NaN false_answer_cost passed `<= 0` (NaN is above every number in PostgreSQL): every cost was NaN, the
+    highest grid point won and the tenant's gate was stored with a threshold above every score and
+    "false_answer_cost": "NaN". An "expect" that is no array failed only after the questions ran, with
+    jsonb's "cannot extract elements from a scalar". Both are 22023 before any question runs, and no gate
+    changes."""
+    questions = [dict(q) for q in CAL_QUESTIONS]
+    cost = bad.get("false_answer_cost", "2")
+    if "expect" in bad:
+        questions[0]["expect"] = bad["expect"]
+    before = gates(pg, adb)
+    with connect(pg, adb, R["admin"]) as a:
+        with pytest.raises(psycopg.Error) as e:
+            a.execute(
+                "SELECT * FROM rag.calibrate('alpha', %s, %s::float8)", (json.dumps(questions), cost)
+            )
+        assert sqlstate_of(e) == "22023", e.value
+        assert ("false_answer_cost" if "false_answer_cost" in bad else '"expect"') in str(e.value)
+    assert gates(pg, adb) == before
+
+
+def test_calibrate_is_refused_to_tenant_roles_and_changes_only_its_own_tenant(pg, adb):
+    """A reader and a writer of alpha are refused rag.calibrate (42501, nothing stored) and its internals
+    (rag._calibrate, rag._calibration_threshold: 42501). An admin's calibration of alpha with duplicated ids
+    and labels and a cost at the bound stores alpha's gate only: bravo's gate and every other tenant's stay
+    as they were, and the rows it returns cite only alpha's anchors."""
+    questions = CAL_QUESTIONS + [dict(CAL_QUESTIONS[0]), dict(CAL_QUESTIONS[2])]
+    before = gates(pg, adb)
+    for role in ("reader", "writer"):
+        with connect(pg, adb, R[role]) as c:
+            assert fails(c, "SELECT * FROM rag.calibrate('alpha', %s)", (json.dumps(questions),)) == "42501"
+            assert fails(
+                c, "SELECT * FROM rag._calibrate(%s, 'alpha', %s, 2)", (R["admin"], json.dumps(questions))
+            ) == "42501"
+    assert gates(pg, adb) == before
+    with connect(pg, adb, R["admin"]) as a:
+        rows = a.execute(
+            "SELECT id, top_anchor FROM rag.calibrate('alpha', %s, 1e6)", (json.dumps(questions),)
+        ).fetchall()
+    assert [r[0] for r in rows] == ["a1", "a2", "n1", "a1", "n1"]
+    after = gates(pg, adb)
+    assert after["alpha"] != before["alpha"] and after["alpha"]["false_answer_cost"] == 1e6
+    assert after["alpha"]["calibrated_on"] == ["a1", "a2", "n1", "a1", "n1"]
+    assert {k: v for k, v in after.items() if k != "alpha"} == {k: v for k, v in before.items() if k != "alpha"}
+    with pg.admin(adb) as a:
+        bravo_anchors = {r[0] for r in a.execute("SELECT anchor FROM rag.chunk WHERE tenant = 'bravo'")}
+    assert not {r[1] for r in rows} & bravo_anchors
+
+
+@pytest.mark.parametrize(
+    "answerable,unanswerable",
+    [
+        ("{0.5,0.5,0.5}", "{0.5,0.5}"),  # all equal: the bandwidth's floor
+        ("{NaN,Infinity,-Infinity,0.7}", "{-0,0.1}"),  # non-finite scores left out
+        ("{1000000,-1000000,0.5}", "{0.1,1e-300}"),  # the widest range kept, a tiny score
+        ("{0.9}", "{0.1}"),  # one score per class
+        ("{0.9,0.9,0.9,0.9}", "{0.1,0.1,0.1,0.1,0.95}"),  # duplicates, one negative above them
+    ],
+)
+def test_the_calibration_rule_stays_finite_and_in_range_on_adversarial_scores(pg, adb, answerable, unanswerable):
+    """rag._calibration_threshold on degenerate and extreme scores: a finite threshold within the kept scores'
+    range widened by four bandwidths, finite expected errors and bandwidths, a grid step no finer than
+    1/32 of a quarter of the 0.001 floor (at most 464 points), in bounded time."""
+    with pg.admin(adb) as a:
+        t0 = time.monotonic()
+        got = a.execute(
+            "SELECT rag._calibration_threshold(%s::float8[], %s::float8[], 2)", (answerable, unanswerable)
+        ).fetchone()[0]
+        elapsed = time.monotonic() - t0
+        kept = a.execute(
+            "SELECT min(v), max(v) FROM unnest(%s::float8[] || %s::float8[]) AS v"
+            " WHERE v <> 'NaN' AND v BETWEEN -1e6 AND 1e6",
+            (answerable, unanswerable),
+        ).fetchone()
+    h = got["bandwidth"]["used"]
+    assert 0.001 <= h < 1e7 and got["rule"] in ("smoothed_cost", "midpoint_of_gap")
+    reach = 4 * h + 32 * got["grid"] + 1e-6  # the fine grid reaches one coarse step beyond the coarse one
+    assert kept[0] - reach <= got["min_score"] <= kept[1] + reach, got
+    for key in ("expected_false_abstain", "expected_false_answer"):
+        assert 0 <= float(got[key]) <= 10, got
+    assert got["grid"] > 0
+    assert elapsed < 30  # generous on a loaded machine; a few ms each here
+
+
+def test_the_calibration_rule_of_many_scores_honours_statement_timeout_and_an_empty_class_is_null(pg, adb):
+    """10^5 scores (the grids cost 464 kernel sums per score, ~30 s): a statement_timeout cancels it (57014)
+    and the session goes on; NULL when a class keeps no score (all NaN or infinite: rag.calibrate raises
+    22000 then)."""
+    with pg.admin(adb) as a:
+        a.execute("SET statement_timeout = '500ms'")
+        with pytest.raises(psycopg.Error) as e:
+            a.execute(
+                "SELECT rag._calibration_threshold(ARRAY(SELECT random() FROM generate_series(1, 100000)),"
+                " '{0.1,0.2}', 2)"
+            )
+        assert sqlstate_of(e) == "57014"
+        a.execute("RESET statement_timeout")
+        assert a.execute(
+            "SELECT rag._calibration_threshold('{0.9}', '{NaN,Infinity,-Infinity,1e7}', 2)"
+        ).fetchone() == (None,)
