@@ -335,7 +335,7 @@ def test_no_sql_or_python_reads_a_pgcite_parameter_except_to_refuse_it():
     assert len(hits) == 3, hits
 
 
-# ================================================================ Security round 8 (0.7.0): this session's changes
+# ======================================================== Security round 8 (0.7.0): this session's changes
 # (docs/security.md "Security round 8", docs/BENCHMARKS.md "Security round 8 (0.7.0)")
 
 CAL_QUESTIONS = [
@@ -364,8 +364,8 @@ def gates(pg, db) -> dict:
     ids=lambda b: "-".join(f"{k}={v}" for k, v in b.items()),
 )
 def test_calibrate_refuses_a_cost_that_is_no_positive_number_or_an_expect_of_the_wrong_shape(pg, adb, bad):
-    """A NaN false_answer_cost passed `<= 0` (NaN is above every number in PostgreSQL): every cost was NaN, the
-    highest grid point won and the tenant's gate was stored with a threshold above every score and
+    """A NaN false_answer_cost passed `<= 0` (NaN is above every number in PostgreSQL): every cost was NaN,
+    the highest grid point won and the tenant's gate was stored with a threshold above every score and
     "false_answer_cost": "NaN". An "expect" that is no array failed only after the questions ran, with
     jsonb's "cannot extract elements from a scalar". Both are 22023 before any question runs, and no gate
     changes."""
@@ -406,7 +406,8 @@ def test_calibrate_is_refused_to_tenant_roles_and_changes_only_its_own_tenant(pg
     after = gates(pg, adb)
     assert after["alpha"] != before["alpha"] and after["alpha"]["false_answer_cost"] == 1e6
     assert after["alpha"]["calibrated_on"] == ["a1", "a2", "n1", "a1", "n1"]
-    assert {k: v for k, v in after.items() if k != "alpha"} == {k: v for k, v in before.items() if k != "alpha"}
+    others = {k: v for k, v in before.items() if k != "alpha"}
+    assert {k: v for k, v in after.items() if k != "alpha"} == others
     with pg.admin(adb) as a:
         bravo_anchors = {r[0] for r in a.execute("SELECT anchor FROM rag.chunk WHERE tenant = 'bravo'")}
     assert not {r[1] for r in rows} & bravo_anchors
@@ -422,7 +423,9 @@ def test_calibrate_is_refused_to_tenant_roles_and_changes_only_its_own_tenant(pg
         ("{0.9,0.9,0.9,0.9}", "{0.1,0.1,0.1,0.1,0.95}"),  # duplicates, one negative above them
     ],
 )
-def test_the_calibration_rule_stays_finite_and_in_range_on_adversarial_scores(pg, adb, answerable, unanswerable):
+def test_the_calibration_rule_stays_finite_and_in_range_on_adversarial_scores(
+    pg, adb, answerable, unanswerable
+):
     """rag._calibration_threshold on degenerate and extreme scores: a finite threshold within the kept scores'
     range widened by four bandwidths, finite expected errors and bandwidths, a grid step no finer than
     1/32 of a quarter of the 0.001 floor (at most 464 points), in bounded time."""
