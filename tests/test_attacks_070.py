@@ -376,9 +376,7 @@ def test_calibrate_refuses_a_cost_that_is_no_positive_number_or_an_expect_of_the
     before = gates(pg, adb)
     with connect(pg, adb, R["admin"]) as a:
         with pytest.raises(psycopg.Error) as e:
-            a.execute(
-                "SELECT * FROM rag.calibrate('alpha', %s, %s::float8)", (json.dumps(questions), cost)
-            )
+            a.execute("SELECT * FROM rag.calibrate('alpha', %s, %s::float8)", (json.dumps(questions), cost))
         assert sqlstate_of(e) == "22023", e.value
         assert ("false_answer_cost" if "false_answer_cost" in bad else '"expect"') in str(e.value)
     assert gates(pg, adb) == before
@@ -394,9 +392,12 @@ def test_calibrate_is_refused_to_tenant_roles_and_changes_only_its_own_tenant(pg
     for role in ("reader", "writer"):
         with connect(pg, adb, R[role]) as c:
             assert fails(c, "SELECT * FROM rag.calibrate('alpha', %s)", (json.dumps(questions),)) == "42501"
-            assert fails(
-                c, "SELECT * FROM rag._calibrate(%s, 'alpha', %s, 2)", (R["admin"], json.dumps(questions))
-            ) == "42501"
+            assert (
+                fails(
+                    c, "SELECT * FROM rag._calibrate(%s, 'alpha', %s, 2)", (R["admin"], json.dumps(questions))
+                )
+                == "42501"
+            )
     assert gates(pg, adb) == before
     with connect(pg, adb, R["admin"]) as a:
         rows = a.execute(
