@@ -467,3 +467,142 @@ def test_the_calibration_rule_of_many_scores_honours_statement_timeout_and_an_em
         assert a.execute(
             "SELECT rag._calibration_threshold('{0.9}', '{NaN,Infinity,-Infinity,1e7}', 2)"
         ).fetchone() == (None,)
+
+
+# -------------------------------------------------------- round 8: the audit log's entries chained at once
+def log_rows(pg, db, tenant: str) -> list:
+    with pg.admin(db) as a:
+        return a.execute(
+            "SELECT ask_id, seq FROM rag.ask_log WHERE tenant = %s ORDER BY ask_id", (tenant,)
+        ).fetchall()
+
+
+def _asker(pg, db, role, tenant, mode, rounds, kept, lost, errors):
+    """One connection asking `rounds` times in one way; kept / lost: the ask ids that must / must not be
+    logged."""
+    question = "When does alpha vacuum?" if tenant == "alpha" else "What is the launch code?"
+    ask = "SELECT ask_id FROM rag.ask(%s, %s)"
+    try:
+        with connect(pg, db, role) as c:
+            c.execute("SET lock_timeout = '10s'")
+            for i in range(rounds):
+                q = f"{question} ({mode} {i})"
+                if mode == "autocommit":
+                    kept.append(c.execute(ask, (q, tenant)).fetchone()[0])
+                elif mode == "two_then_rollback":
+                    c.execute("BEGIN")
+                    lost.append(c.execute(ask, (q, tenant)).fetchone()[0])
+                    lost.append(c.execute(ask, (q + " again", tenant)).fetchone()[0])
+                    c.execute("ROLLBACK")
+                elif mode == "savepoint":
+                    c.execute("BEGIN")
+                    first = c.execute(ask, (q, tenant)).fetchone()[0]
+                    c.execute("SAVEPOINT s")
+                    undone = c.execute(ask, (q + " undone", tenant)).fetchone()[0]
+                    c.execute("ROLLBACK TO SAVEPOINT s")
+                    last = c.execute(ask, (q + " after", tenant)).fetchone()[0]
+                    c.execute("COMMIT")
+                    kept.extend([first, last])
+                    lost.append(undone)
+                elif mode == "serializable":
+                    c.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+                    got = c.execute(ask, (q, tenant)).fetchone()[0]
+                    try:
+                        c.execute("COMMIT")
+                        kept.append(got)
+                    except psycopg.errors.SerializationFailure:
+                        lost.append(got)
+                elif mode == "read_only":
+                    c.execute("BEGIN READ ONLY")
+                    got = c.execute(ask, (q, tenant)).fetchone()[0]
+                    c.execute("COMMIT")
+                    if got is not None:
+                        lost.append(got)
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(f"{role} {mode}: {e!r}")
+
+
+def test_concurrent_asks_of_two_tenants_in_every_kind_of_transaction_keep_each_chain_gap_free(pg, adb):
+    """rag._append_log chains an entry at once when it holds the head (SKIP LOCKED) and sees no unsealed
+    entry, else inserts it unchained for rag._seal_log (branch i10g). Ten connections ask alpha and bravo at
+    once: autocommit, two asks rolled back, a savepoint rolled back between two kept asks, SERIALIZABLE, READ
+    ONLY. Afterwards every committed ask is in its tenant's log exactly once, no rolled-back one is, each
+    tenant's seq runs 1..n without a gap or a repeat, every entry is sealed after one more ask, and
+    rag.verify_log is ok for both; no connection waited past its lock_timeout."""
+    import threading
+
+    before = {t: {a for a, _ in log_rows(pg, adb, t)} for t in ("alpha", "bravo")}
+    plan = [
+        ("reader", "alpha", "autocommit", 4),
+        ("writer", "alpha", "autocommit", 4),
+        ("reader", "alpha", "two_then_rollback", 2),
+        ("writer", "alpha", "savepoint", 2),
+        ("reader", "alpha", "serializable", 3),
+        ("writer", "alpha", "read_only", 2),
+        ("bravo", "bravo", "autocommit", 4),
+        ("bravo", "bravo", "savepoint", 2),
+        ("bravo", "bravo", "serializable", 2),
+        ("bravo", "bravo", "two_then_rollback", 2),
+    ]
+    kept = {"alpha": [], "bravo": []}
+    lost = {"alpha": [], "bravo": []}
+    errors: list = []
+    threads = [
+        threading.Thread(target=_asker, args=(pg, adb, R[r], t, m, n, kept[t], lost[t], errors))
+        for r, t, m, n in plan
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(300)
+    assert not errors, errors
+    for tenant, role in (("alpha", "reader"), ("bravo", "bravo")):
+        with connect(pg, adb, R[role]) as c:  # seals what the others left unchained
+            kept[tenant].append(
+                c.execute("SELECT ask_id FROM rag.ask('Anything else?', %s)", (tenant,)).fetchone()[0]
+            )
+        rows = log_rows(pg, adb, tenant)
+        ids = [a for a, _ in rows]
+        new = set(ids) - before[tenant]
+        assert new == set(kept[tenant]), (tenant, sorted(new ^ set(kept[tenant])))
+        assert not set(lost[tenant]) & set(ids)
+        assert len(ids) == len(set(ids))
+        assert sorted(s for _, s in rows) == list(range(1, len(rows) + 1)), rows
+        assert verified(pg, adb, R["admin"], tenant) == (True, None, 0)
+
+
+def test_an_open_transaction_holding_the_head_delays_no_ask_and_its_end_lets_the_next_ask_chain_all(pg, adb):
+    """A writer of alpha asks in an open transaction: its entry is chained at once and it holds alpha's log
+    head until it ends. Meanwhile alpha's reader asks three times and bravo once, with lock_timeout 1 s: none
+    waits; alpha's entries are left unchained (verify_log ok, 3 unsealed), bravo's is sealed. The holder
+    commits or rolls back; the next ask of alpha chains the waiting entries after the holder's (or in its
+    place), in ask_id order, and the chain verifies gap-free."""
+    for end in ("COMMIT", "ROLLBACK"):
+        with connect(pg, adb, R["writer"]) as hold:
+            hold.execute("BEGIN")
+            held = hold.execute("SELECT ask_id FROM rag.ask('When does alpha vacuum?', 'alpha')").fetchone()[
+                0
+            ]
+            head = hold.execute("SELECT seq FROM rag.ask_log WHERE ask_id = %s", (held,)).fetchone()[0]
+            assert head is not None  # chained in its own transaction
+            waiting = []
+            with connect(pg, adb, R["reader"]) as r, connect(pg, adb, R["bravo"]) as b:
+                for c in (r, b):
+                    c.execute("SET lock_timeout = '1s'")
+                    c.execute("SET statement_timeout = '60s'")
+                for i in range(3):
+                    waiting.append(
+                        r.execute("SELECT ask_id FROM rag.ask(%s, 'alpha')", (f"Indexes? {i}",)).fetchone()[0]
+                    )
+                assert r.execute("SELECT ok, unsealed FROM rag.verify_log('alpha')").fetchone() == (True, 3)
+                b.execute("SELECT ask_id FROM rag.ask('What is the launch code?', 'bravo')").fetchone()
+                assert b.execute("SELECT ok, unsealed FROM rag.verify_log('bravo')").fetchone() == (True, 0)
+            hold.execute(end)
+        with connect(pg, adb, R["reader"]) as r:
+            last = r.execute("SELECT ask_id FROM rag.ask('Anything else?', 'alpha')").fetchone()[0]
+        rows = dict(log_rows(pg, adb, "alpha"))
+        first = head if end == "COMMIT" else head - 1
+        assert (held in rows) == (end == "COMMIT")
+        assert [rows[a] for a in waiting + [last]] == list(range(first + 1, first + 5))
+        assert sorted(rows.values()) == list(range(1, len(rows) + 1))
+        assert verified(pg, adb, R["admin"], "alpha") == (True, None, 0)
