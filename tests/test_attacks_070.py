@@ -606,3 +606,70 @@ def test_an_open_transaction_holding_the_head_delays_no_ask_and_its_end_lets_the
         assert [rows[a] for a in waiting + [last]] == list(range(first + 1, first + 5))
         assert sorted(rows.values()) == list(range(1, len(rows) + 1))
         assert verified(pg, adb, R["admin"], "alpha") == (True, None, 0)
+
+
+# -------------------------------------------------------- round 8: the vector leg's re-score from the ANN scan
+TIE_DOC = "# Tie note\n\nThe alpha team keeps its spare keys in the blue drawer of the night desk.\n"
+CHURN = [
+    "# Churn\n\nThe alpha team keeps its spare keys in the red box under the stairs.\n",
+    "# Churn\n\nThe alpha team keeps its spare keys with the porter of the north gate.\n",
+]
+KEYS_Q = "Where does the alpha team keep its spare keys?"
+
+
+def _churn(pg, db, rounds, errors):
+    try:
+        with connect(pg, db, R["writer"]) as w:
+            for i in range(rounds):
+                w.execute("SELECT * FROM rag.ingest('alpha', 'churn.md', %s)", (CHURN[i % 2],))
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(repr(e))
+
+
+def test_the_ann_re_score_keeps_ties_tenants_and_versions_as_exact_search_does(pg, adb):
+    """With exact_search_limit 0 every tenant's vector leg goes through the ANN query, whose rows now carry
+    their exact distance and tie-break keys (no second read by primary key). Alpha holds the same text under
+    two keys (an exact tie), bravo the same text again (the same distance from another tenant), and a
+    retired version of it. rag.retrieve by the ANN path returns exactly what exact search returns (ids, keys,
+    order, distances): the four arrays stay aligned, ties go by (doc_key, chunk_index), no bravo row and no
+    retired one. While a writer of alpha re-ingests one document 12 times, every ANN retrieve sees one
+    version of it (the function is STABLE: the scan and the re-score share one snapshot)."""
+    import threading
+
+    with pg.admin(adb) as a:
+        a.execute("SELECT * FROM rag.ingest('alpha', 'tie-1.md', %s)", (TIE_DOC,))
+        a.execute("SELECT * FROM rag.ingest('alpha', 'tie-2.md', %s)", (TIE_DOC,))
+        a.execute("SELECT * FROM rag.ingest('alpha', 'retired.md', %s)", (TIE_DOC,))
+        a.execute("SELECT rag.delete_document('alpha', 'retired.md')")
+        a.execute("SELECT * FROM rag.ingest('bravo', 'tie-b.md', %s)", (TIE_DOC,))
+        a.execute("SELECT * FROM rag.ingest('alpha', 'churn.md', %s)", (CHURN[0],))
+        bravo_ids = {r[0] for r in a.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'bravo'")}
+    sql = "SELECT chunk_id, doc_key, doc_version, chunk_index, distance FROM rag.retrieve(%s, 'alpha', 20)"
+    try:
+        with connect(pg, adb, R["reader"]) as r:
+            exact = r.execute(sql, (KEYS_Q,)).fetchall()
+            with pg.admin(adb) as a:
+                a.execute("SELECT rag.set_config('exact_search_limit', '0')")
+            for _ in range(6):  # past PL/pgSQL's five calls
+                assert r.execute(sql, (KEYS_Q,)).fetchall() == exact
+            keys = [row[1] for row in exact]
+            assert "retired.md" not in keys and keys.index("tie-1.md") < keys.index("tie-2.md")
+            assert not {row[0] for row in exact} & bravo_ids
+            errors: list = []
+            writer = threading.Thread(target=_churn, args=(pg, adb, 12, errors))
+            writer.start()
+            seen = 0
+            while writer.is_alive() or seen == 0:
+                rows = r.execute(sql, (KEYS_Q,)).fetchall()
+                churn = {row[2] for row in rows if row[1] == "churn.md"}
+                assert len(churn) <= 1, rows
+                assert not {row[0] for row in rows} & bravo_ids
+                seen += 1
+            writer.join()
+            assert not errors, errors
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('exact_search_limit', '20000')")
+            for key in ("tie-1.md", "tie-2.md", "churn.md"):
+                a.execute("SELECT rag.delete_document('alpha', %s)", (key,))
+            a.execute("SELECT rag.delete_document('bravo', 'tie-b.md')")
