@@ -608,7 +608,7 @@ def test_an_open_transaction_holding_the_head_delays_no_ask_and_its_end_lets_the
         assert verified(pg, adb, R["admin"], "alpha") == (True, None, 0)
 
 
-# -------------------------------------------------------- round 8: the vector leg's re-score from the ANN scan
+# ---------------------------------------------------- round 8: the vector leg's re-score from the ANN scan
 TIE_DOC = "# Tie note\n\nThe alpha team keeps its spare keys in the blue drawer of the night desk.\n"
 CHURN = [
     "# Churn\n\nThe alpha team keeps its spare keys in the red box under the stairs.\n",
