@@ -673,3 +673,27 @@ def test_the_ann_re_score_keeps_ties_tenants_and_versions_as_exact_search_does(p
             for key in ("tie-1.md", "tie-2.md", "churn.md"):
                 a.execute("SELECT rag.delete_document('alpha', %s)", (key,))
             a.execute("SELECT rag.delete_document('bravo', 'tie-b.md')")
+
+
+def test_a_tenant_role_can_lock_nothing_of_the_log_and_a_cancelled_calibration_stores_nothing(pg, adb):
+    """The log head is held only by pgcite's own functions: a reader cannot take a row lock on rag.log_head,
+    rag.ask_log or rag.tenant, nor a table lock stronger than ACCESS SHARE (which blocks no insert or update),
+    so it cannot stall another tenant's asks or keep their entries unsealed. An admin's rag.calibrate
+    cancelled by its statement_timeout (57014) stores no gate."""
+    with connect(pg, adb, R["reader"]) as c:
+        c.autocommit = False
+        for sql in (
+            "SELECT 1 FROM rag.log_head FOR KEY SHARE",
+            "SELECT 1 FROM rag.ask_log FOR SHARE",
+            "SELECT 1 FROM rag.tenant FOR KEY SHARE",
+            "LOCK TABLE rag.log_head IN ROW SHARE MODE",
+            "LOCK TABLE rag.ask_log IN SHARE MODE",
+            "LOCK TABLE rag.tenant IN SHARE MODE",
+        ):
+            assert fails(c, sql) == "42501", sql
+    before = gates(pg, adb)
+    many = [dict(q, id=f"{q['id']}-{i}") for i in range(40) for q in CAL_QUESTIONS]
+    with connect(pg, adb, R["admin"]) as a:
+        a.execute("SET statement_timeout = '300ms'")
+        assert fails(a, "SELECT * FROM rag.calibrate('alpha', %s)", (json.dumps(many),)) == "57014"
+    assert gates(pg, adb) == before
