@@ -608,9 +608,15 @@ def test_specific_words_weigh_more_in_span_scores(conn):
     ]
     assert len(ids) == 6
     q = "What about the glaze on widgets?"
-    scored = conn.execute("SELECT rag._sentence_scores(%s, rag.embed(%s), %s)", (q, q, ids[-1:])).fetchone()[
-        0
-    ]
+    # the term weights computed inside (NULL) or given, as rag._answer gives them (rag._question_term_weights)
+    scored = conn.execute(
+        "SELECT rag._sentence_scores(%s, rag.embed(%s), %s, NULL)", (q, q, ids[-1:])
+    ).fetchone()[0]
+    given = conn.execute(
+        "SELECT rag._sentence_scores(%s, rag.embed(%s), %s, rag._question_term_weights(%s, %s))",
+        (q, q, ids[-1:], q, ids[-1]),
+    ).fetchone()[0]
+    assert given == scored
     overlap = {s["quote"]: s["overlap"] for s in scored}
     w = conn.execute("SELECT (rag._quote_weights() ->> 'idf')::float8").fetchone()[0]
     assert overlap["A glaze is brushed on last."] > 0.5 > overlap["Widgets are wrapped in paper."]
@@ -810,7 +816,7 @@ def test_span_score_reads_its_neighbours_embeddings(conn):
     w = conn.execute("SELECT (rag._quote_weights() ->> 'context')::float8").fetchone()[0]
     assert w > 0
     scored = conn.execute(
-        "SELECT rag._sentence_scores(%s, rag.embed(%s), %s)", (q, q, [chunk_id])
+        "SELECT rag._sentence_scores(%s, rag.embed(%s), %s, NULL)", (q, q, [chunk_id])
     ).fetchone()[0]
     assert [s["start"] for s in scored] == [r[0] for r in rows]
 

@@ -197,8 +197,8 @@ DECLARE
     w_idf float8 := coalesce((rag._quote_weights() ->> 'idf')::float8, 0);
     w_ctx float8 := coalesce((rag._quote_weights() ->> 'context')::float8, 0);
     -- with weights.idf: each question term's weight, from how specific it is in the tenant (given by the caller,
-    -- else computed here)
-    term_w jsonb := coalesce(p_term_weights, rag._question_term_weights(p_question, p_ids[1]));
+    -- else computed here once the chunks are known to be scored here)
+    term_w jsonb := p_term_weights;
 BEGIN
     SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content))
     INTO missing
@@ -210,6 +210,7 @@ BEGIN
         END IF;
         EXECUTE 'SELECT rag._sentence_vectors($1)' INTO live USING missing;
     END IF;
+    term_w := coalesce(term_w, rag._question_term_weights(p_question, p_ids[1]));
     RETURN (
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos,

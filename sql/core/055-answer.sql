@@ -241,8 +241,13 @@ BEGIN
     -- the overlap part of span scores reads the question as embedded: typo-corrected when a word was unknown to
     -- the corpus (rag._embedding_text), as the lexical path's query is
     as_embedded := rag._embedding_text(p_question, corrected);
-    -- the question's term weights, once for the passages' and the section chunks' spans
-    term_weights := rag._question_term_weights(as_embedded, ids[1]);
+    -- the question's term weights, once for the passages' and the section chunks' spans; not for the lexical path
+    -- (rag._sentence_scores is NULL when a passage has no stored sentences and pgcite_python is absent)
+    IF pg_catalog.to_regprocedure('rag._sentence_vectors(jsonb)') IS NOT NULL OR NOT EXISTS (
+        SELECT FROM pg_catalog.unnest(ids[1:n_passages]) AS r (id)
+        WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
+        term_weights := rag._question_term_weights(as_embedded, ids[1]);
+    END IF;
     scored := rag._sentence_scores(as_embedded, p_qemb, ids[1:n_passages], term_weights);
     IF scored IS NULL THEN
         -- the passages' texts, for the lexical path only
