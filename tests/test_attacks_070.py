@@ -14,8 +14,9 @@ import json
 import time
 import uuid
 
+import psycopg
 import pytest
-from conftest import MANUAL, TINY_FILES, connect, fails, ingest_files, two_tenant_database
+from conftest import MANUAL, TINY_FILES, connect, fails, ingest_files, sqlstate_of, two_tenant_database
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
@@ -332,3 +333,367 @@ def test_no_sql_or_python_reads_a_pgcite_parameter_except_to_refuse_it():
                 hits.append((path.relative_to(root).as_posix(), line.strip()[:60]))
     assert sorted({p for p, _ in hits}) == ["python_udfs/pgcite_udfs/udf.py", "sql/core/000-access.sql"], hits
     assert len(hits) == 3, hits
+
+
+# ======================================================== Security round 8 (0.7.0): this session's changes
+# (docs/security.md "Security round 8", docs/BENCHMARKS.md "Security round 8 (0.7.0)")
+
+CAL_QUESTIONS = [
+    {"id": "a1", "question": "When does alpha vacuum?", "kind": "answerable"},
+    {"id": "a2", "question": "Which index handles range queries?", "kind": "answerable"},
+    {"id": "n1", "question": "What is the capital of Peru?", "kind": "out_of_corpus"},
+]
+
+
+def gates(pg, db) -> dict:
+    with pg.admin(db) as a:
+        return dict(a.execute("SELECT tenant, gate FROM rag.tenant ORDER BY tenant").fetchall())
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"false_answer_cost": "NaN"},
+        {"false_answer_cost": "Infinity"},
+        {"false_answer_cost": "-0"},
+        {"false_answer_cost": "1e300"},
+        {"expect": "alpha.md"},
+        {"expect": {"anchor": "alpha.md"}},
+        {"expect": [1, 2]},
+    ],
+    ids=lambda b: "-".join(f"{k}={v}" for k, v in b.items()),
+)
+def test_calibrate_refuses_a_cost_that_is_no_positive_number_or_an_expect_of_the_wrong_shape(pg, adb, bad):
+    """A NaN false_answer_cost passed `<= 0` (NaN is above every number in PostgreSQL): every cost was NaN,
+    the highest grid point won and the tenant's gate was stored with a threshold above every score and
+    "false_answer_cost": "NaN". An "expect" that is no array failed only after the questions ran, with
+    jsonb's "cannot extract elements from a scalar". Both are 22023 before any question runs, and no gate
+    changes."""
+    questions = [dict(q) for q in CAL_QUESTIONS]
+    cost = bad.get("false_answer_cost", "2")
+    if "expect" in bad:
+        questions[0]["expect"] = bad["expect"]
+    before = gates(pg, adb)
+    with connect(pg, adb, R["admin"]) as a:
+        with pytest.raises(psycopg.Error) as e:
+            a.execute("SELECT * FROM rag.calibrate('alpha', %s, %s::float8)", (json.dumps(questions), cost))
+        assert sqlstate_of(e) == "22023", e.value
+        assert ("false_answer_cost" if "false_answer_cost" in bad else '"expect"') in str(e.value)
+    assert gates(pg, adb) == before
+
+
+def test_calibrate_is_refused_to_tenant_roles_and_changes_only_its_own_tenant(pg, adb):
+    """A reader and a writer of alpha are refused rag.calibrate (42501, nothing stored) and its internals
+    (rag._calibrate, rag._calibration_threshold: 42501). An admin's calibration of alpha with duplicated ids
+    and labels and a cost at the bound stores alpha's gate only: bravo's gate and every other tenant's stay
+    as they were, and the rows it returns cite only alpha's anchors."""
+    questions = CAL_QUESTIONS + [dict(CAL_QUESTIONS[0]), dict(CAL_QUESTIONS[2])]
+    before = gates(pg, adb)
+    for role in ("reader", "writer"):
+        with connect(pg, adb, R[role]) as c:
+            assert fails(c, "SELECT * FROM rag.calibrate('alpha', %s)", (json.dumps(questions),)) == "42501"
+            assert (
+                fails(
+                    c, "SELECT * FROM rag._calibrate(%s, 'alpha', %s, 2)", (R["admin"], json.dumps(questions))
+                )
+                == "42501"
+            )
+    assert gates(pg, adb) == before
+    with connect(pg, adb, R["admin"]) as a:
+        rows = a.execute(
+            "SELECT id, top_anchor FROM rag.calibrate('alpha', %s, 1e6)", (json.dumps(questions),)
+        ).fetchall()
+    assert [r[0] for r in rows] == ["a1", "a2", "n1", "a1", "n1"]
+    after = gates(pg, adb)
+    assert after["alpha"] != before["alpha"] and after["alpha"]["false_answer_cost"] == 1e6
+    assert after["alpha"]["calibrated_on"] == ["a1", "a2", "n1", "a1", "n1"]
+    others = {k: v for k, v in before.items() if k != "alpha"}
+    assert {k: v for k, v in after.items() if k != "alpha"} == others
+    with pg.admin(adb) as a:
+        bravo_anchors = {r[0] for r in a.execute("SELECT anchor FROM rag.chunk WHERE tenant = 'bravo'")}
+    assert not {r[1] for r in rows} & bravo_anchors
+
+
+@pytest.mark.parametrize(
+    "answerable,unanswerable",
+    [
+        ("{0.5,0.5,0.5}", "{0.5,0.5}"),  # all equal: the bandwidth's floor
+        ("{NaN,Infinity,-Infinity,0.7}", "{-0,0.1}"),  # non-finite scores left out
+        ("{1000000,-1000000,0.5}", "{0.1,1e-300}"),  # the widest range kept, a tiny score
+        ("{0.9}", "{0.1}"),  # one score per class
+        ("{0.9,0.9,0.9,0.9}", "{0.1,0.1,0.1,0.1,0.95}"),  # duplicates, one negative above them
+    ],
+)
+def test_the_calibration_rule_stays_finite_and_in_range_on_adversarial_scores(
+    pg, adb, answerable, unanswerable
+):
+    """rag._calibration_threshold on degenerate and extreme scores: a finite threshold within the kept scores'
+    range widened by four bandwidths, finite expected errors and bandwidths, a grid step no finer than
+    1/32 of a quarter of the 0.001 floor (at most 464 points), in bounded time."""
+    with pg.admin(adb) as a:
+        t0 = time.monotonic()
+        got = a.execute(
+            "SELECT rag._calibration_threshold(%s::float8[], %s::float8[], 2)", (answerable, unanswerable)
+        ).fetchone()[0]
+        elapsed = time.monotonic() - t0
+        kept = a.execute(
+            "SELECT min(v), max(v) FROM unnest(%s::float8[] || %s::float8[]) AS v"
+            " WHERE v <> 'NaN' AND v BETWEEN -1e6 AND 1e6",
+            (answerable, unanswerable),
+        ).fetchone()
+    h = got["bandwidth"]["used"]
+    assert 0.001 <= h < 1e7 and got["rule"] in ("smoothed_cost", "midpoint_of_gap")
+    reach = 4 * h + 32 * got["grid"] + 1e-6  # the fine grid reaches one coarse step beyond the coarse one
+    assert kept[0] - reach <= got["min_score"] <= kept[1] + reach, got
+    for key in ("expected_false_abstain", "expected_false_answer"):
+        assert 0 <= float(got[key]) <= 10, got
+    assert got["grid"] > 0
+    assert elapsed < 30  # generous on a loaded machine; a few ms each here
+
+
+def test_the_calibration_rule_of_many_scores_honours_statement_timeout_and_an_empty_class_is_null(pg, adb):
+    """10^5 scores (the grids cost 464 kernel sums per score, ~30 s): a statement_timeout cancels it (57014)
+    and the session goes on; NULL when a class keeps no score (all NaN or infinite: rag.calibrate raises
+    22000 then)."""
+    with pg.admin(adb) as a:
+        a.execute("SET statement_timeout = '500ms'")
+        with pytest.raises(psycopg.Error) as e:
+            a.execute(
+                "SELECT rag._calibration_threshold(ARRAY(SELECT random() FROM generate_series(1, 100000)),"
+                " '{0.1,0.2}', 2)"
+            )
+        assert sqlstate_of(e) == "57014"
+        a.execute("RESET statement_timeout")
+        assert a.execute(
+            "SELECT rag._calibration_threshold('{0.9}', '{NaN,Infinity,-Infinity,1e7}', 2)"
+        ).fetchone() == (None,)
+
+
+# -------------------------------------------------------- round 8: the audit log's entries chained at once
+def log_rows(pg, db, tenant: str) -> list:
+    with pg.admin(db) as a:
+        return a.execute(
+            "SELECT ask_id, seq FROM rag.ask_log WHERE tenant = %s ORDER BY ask_id", (tenant,)
+        ).fetchall()
+
+
+def _asker(pg, db, role, tenant, mode, rounds, kept, lost, errors):
+    """One connection asking `rounds` times in one way; kept / lost: the ask ids that must / must not be
+    logged."""
+    question = "When does alpha vacuum?" if tenant == "alpha" else "What is the launch code?"
+    ask = "SELECT ask_id FROM rag.ask(%s, %s)"
+    try:
+        with connect(pg, db, role) as c:
+            c.execute("SET lock_timeout = '10s'")
+            for i in range(rounds):
+                q = f"{question} ({mode} {i})"
+                if mode == "autocommit":
+                    kept.append(c.execute(ask, (q, tenant)).fetchone()[0])
+                elif mode == "two_then_rollback":
+                    c.execute("BEGIN")
+                    lost.append(c.execute(ask, (q, tenant)).fetchone()[0])
+                    lost.append(c.execute(ask, (q + " again", tenant)).fetchone()[0])
+                    c.execute("ROLLBACK")
+                elif mode == "savepoint":
+                    c.execute("BEGIN")
+                    first = c.execute(ask, (q, tenant)).fetchone()[0]
+                    c.execute("SAVEPOINT s")
+                    undone = c.execute(ask, (q + " undone", tenant)).fetchone()[0]
+                    c.execute("ROLLBACK TO SAVEPOINT s")
+                    last = c.execute(ask, (q + " after", tenant)).fetchone()[0]
+                    c.execute("COMMIT")
+                    kept.extend([first, last])
+                    lost.append(undone)
+                elif mode == "serializable":
+                    c.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+                    got = c.execute(ask, (q, tenant)).fetchone()[0]
+                    try:
+                        c.execute("COMMIT")
+                        kept.append(got)
+                    except psycopg.errors.SerializationFailure:
+                        lost.append(got)
+                elif mode == "read_only":
+                    c.execute("BEGIN READ ONLY")
+                    got = c.execute(ask, (q, tenant)).fetchone()[0]
+                    c.execute("COMMIT")
+                    if got is not None:
+                        lost.append(got)
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(f"{role} {mode}: {e!r}")
+
+
+def test_concurrent_asks_of_two_tenants_in_every_kind_of_transaction_keep_each_chain_gap_free(pg, adb):
+    """rag._append_log chains an entry at once when it holds the head (SKIP LOCKED) and sees no unsealed
+    entry, else inserts it unchained for rag._seal_log (branch i10g). Ten connections ask alpha and bravo at
+    once: autocommit, two asks rolled back, a savepoint rolled back between two kept asks, SERIALIZABLE, READ
+    ONLY. Afterwards every committed ask is in its tenant's log exactly once, no rolled-back one is, each
+    tenant's seq runs 1..n without a gap or a repeat, every entry is sealed after one more ask, and
+    rag.verify_log is ok for both; no connection waited past its lock_timeout."""
+    import threading
+
+    before = {t: {a for a, _ in log_rows(pg, adb, t)} for t in ("alpha", "bravo")}
+    plan = [
+        ("reader", "alpha", "autocommit", 4),
+        ("writer", "alpha", "autocommit", 4),
+        ("reader", "alpha", "two_then_rollback", 2),
+        ("writer", "alpha", "savepoint", 2),
+        ("reader", "alpha", "serializable", 3),
+        ("writer", "alpha", "read_only", 2),
+        ("bravo", "bravo", "autocommit", 4),
+        ("bravo", "bravo", "savepoint", 2),
+        ("bravo", "bravo", "serializable", 2),
+        ("bravo", "bravo", "two_then_rollback", 2),
+    ]
+    kept = {"alpha": [], "bravo": []}
+    lost = {"alpha": [], "bravo": []}
+    errors: list = []
+    threads = [
+        threading.Thread(target=_asker, args=(pg, adb, R[r], t, m, n, kept[t], lost[t], errors))
+        for r, t, m, n in plan
+    ]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(300)
+    assert not errors, errors
+    for tenant, role in (("alpha", "reader"), ("bravo", "bravo")):
+        with connect(pg, adb, R[role]) as c:  # seals what the others left unchained
+            kept[tenant].append(
+                c.execute("SELECT ask_id FROM rag.ask('Anything else?', %s)", (tenant,)).fetchone()[0]
+            )
+        rows = log_rows(pg, adb, tenant)
+        ids = [a for a, _ in rows]
+        new = set(ids) - before[tenant]
+        assert new == set(kept[tenant]), (tenant, sorted(new ^ set(kept[tenant])))
+        assert not set(lost[tenant]) & set(ids)
+        assert len(ids) == len(set(ids))
+        assert sorted(s for _, s in rows) == list(range(1, len(rows) + 1)), rows
+        assert verified(pg, adb, R["admin"], tenant) == (True, None, 0)
+
+
+def test_an_open_transaction_holding_the_head_delays_no_ask_and_its_end_lets_the_next_ask_chain_all(pg, adb):
+    """A writer of alpha asks in an open transaction: its entry is chained at once and it holds alpha's log
+    head until it ends. Meanwhile alpha's reader asks three times and bravo once, with lock_timeout 1 s: none
+    waits; alpha's entries are left unchained (verify_log ok, 3 unsealed), bravo's is sealed. The holder
+    commits or rolls back; the next ask of alpha chains the waiting entries after the holder's (or in its
+    place), in ask_id order, and the chain verifies gap-free."""
+    for end in ("COMMIT", "ROLLBACK"):
+        with connect(pg, adb, R["writer"]) as hold:
+            hold.execute("BEGIN")
+            held = hold.execute("SELECT ask_id FROM rag.ask('When does alpha vacuum?', 'alpha')").fetchone()[
+                0
+            ]
+            head = hold.execute("SELECT seq FROM rag.ask_log WHERE ask_id = %s", (held,)).fetchone()[0]
+            assert head is not None  # chained in its own transaction
+            waiting = []
+            with connect(pg, adb, R["reader"]) as r, connect(pg, adb, R["bravo"]) as b:
+                for c in (r, b):
+                    c.execute("SET lock_timeout = '1s'")
+                    c.execute("SET statement_timeout = '60s'")
+                for i in range(3):
+                    waiting.append(
+                        r.execute("SELECT ask_id FROM rag.ask(%s, 'alpha')", (f"Indexes? {i}",)).fetchone()[0]
+                    )
+                assert r.execute("SELECT ok, unsealed FROM rag.verify_log('alpha')").fetchone() == (True, 3)
+                b.execute("SELECT ask_id FROM rag.ask('What is the launch code?', 'bravo')").fetchone()
+                assert b.execute("SELECT ok, unsealed FROM rag.verify_log('bravo')").fetchone() == (True, 0)
+            hold.execute(end)
+        with connect(pg, adb, R["reader"]) as r:
+            last = r.execute("SELECT ask_id FROM rag.ask('Anything else?', 'alpha')").fetchone()[0]
+        rows = dict(log_rows(pg, adb, "alpha"))
+        first = head if end == "COMMIT" else head - 1
+        assert (held in rows) == (end == "COMMIT")
+        assert [rows[a] for a in waiting + [last]] == list(range(first + 1, first + 5))
+        assert sorted(rows.values()) == list(range(1, len(rows) + 1))
+        assert verified(pg, adb, R["admin"], "alpha") == (True, None, 0)
+
+
+# ---------------------------------------------------- round 8: the vector leg's re-score from the ANN scan
+TIE_DOC = "# Tie note\n\nThe alpha team keeps its spare keys in the blue drawer of the night desk.\n"
+CHURN = [
+    "# Churn\n\nThe alpha team keeps its spare keys in the red box under the stairs.\n",
+    "# Churn\n\nThe alpha team keeps its spare keys with the porter of the north gate.\n",
+]
+KEYS_Q = "Where does the alpha team keep its spare keys?"
+
+
+def _churn(pg, db, rounds, errors):
+    try:
+        with connect(pg, db, R["writer"]) as w:
+            for i in range(rounds):
+                w.execute("SELECT * FROM rag.ingest('alpha', 'churn.md', %s)", (CHURN[i % 2],))
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(repr(e))
+
+
+def test_the_ann_re_score_keeps_ties_tenants_and_versions_as_exact_search_does(pg, adb):
+    """With exact_search_limit 0 every tenant's vector leg goes through the ANN query, whose rows now carry
+    their exact distance and tie-break keys (no second read by primary key). Alpha holds the same text under
+    two keys (an exact tie), bravo the same text again (the same distance from another tenant), and a
+    retired version of it. rag.retrieve by the ANN path returns exactly what exact search returns (ids, keys,
+    order, distances): the four arrays stay aligned, ties go by (doc_key, chunk_index), no bravo row and no
+    retired one. While a writer of alpha re-ingests one document 12 times, every ANN retrieve sees one
+    version of it (the function is STABLE: the scan and the re-score share one snapshot)."""
+    import threading
+
+    with pg.admin(adb) as a:
+        a.execute("SELECT * FROM rag.ingest('alpha', 'tie-1.md', %s)", (TIE_DOC,))
+        a.execute("SELECT * FROM rag.ingest('alpha', 'tie-2.md', %s)", (TIE_DOC,))
+        a.execute("SELECT * FROM rag.ingest('alpha', 'retired.md', %s)", (TIE_DOC,))
+        a.execute("SELECT rag.delete_document('alpha', 'retired.md')")
+        a.execute("SELECT * FROM rag.ingest('bravo', 'tie-b.md', %s)", (TIE_DOC,))
+        a.execute("SELECT * FROM rag.ingest('alpha', 'churn.md', %s)", (CHURN[0],))
+        bravo_ids = {r[0] for r in a.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'bravo'")}
+    sql = "SELECT chunk_id, doc_key, doc_version, chunk_index, distance FROM rag.retrieve(%s, 'alpha', 20)"
+    try:
+        with connect(pg, adb, R["reader"]) as r:
+            exact = r.execute(sql, (KEYS_Q,)).fetchall()
+            with pg.admin(adb) as a:
+                a.execute("SELECT rag.set_config('exact_search_limit', '0')")
+            for _ in range(6):  # past PL/pgSQL's five calls
+                assert r.execute(sql, (KEYS_Q,)).fetchall() == exact
+            keys = [row[1] for row in exact]
+            assert "retired.md" not in keys and keys.index("tie-1.md") < keys.index("tie-2.md")
+            assert not {row[0] for row in exact} & bravo_ids
+            errors: list = []
+            writer = threading.Thread(target=_churn, args=(pg, adb, 12, errors))
+            writer.start()
+            seen = 0
+            while writer.is_alive() or seen == 0:
+                rows = r.execute(sql, (KEYS_Q,)).fetchall()
+                churn = {row[2] for row in rows if row[1] == "churn.md"}
+                assert len(churn) <= 1, rows
+                assert not {row[0] for row in rows} & bravo_ids
+                seen += 1
+            writer.join()
+            assert not errors, errors
+    finally:
+        with pg.admin(adb) as a:
+            a.execute("SELECT rag.set_config('exact_search_limit', '20000')")
+            for key in ("tie-1.md", "tie-2.md", "churn.md"):
+                a.execute("SELECT rag.delete_document('alpha', %s)", (key,))
+            a.execute("SELECT rag.delete_document('bravo', 'tie-b.md')")
+
+
+def test_a_tenant_role_can_lock_nothing_of_the_log_and_a_cancelled_calibration_stores_nothing(pg, adb):
+    """The log head is held only by pgcite's own functions: a reader cannot take a row lock on rag.log_head,
+    rag.ask_log or rag.tenant, nor a table lock stronger than ACCESS SHARE (which blocks no insert or update),
+    so it cannot stall another tenant's asks or keep their entries unsealed. An admin's rag.calibrate
+    cancelled by its statement_timeout (57014) stores no gate."""
+    with connect(pg, adb, R["reader"]) as c:
+        c.autocommit = False
+        for sql in (
+            "SELECT 1 FROM rag.log_head FOR KEY SHARE",
+            "SELECT 1 FROM rag.ask_log FOR SHARE",
+            "SELECT 1 FROM rag.tenant FOR KEY SHARE",
+            "LOCK TABLE rag.log_head IN ROW SHARE MODE",
+            "LOCK TABLE rag.ask_log IN SHARE MODE",
+            "LOCK TABLE rag.tenant IN SHARE MODE",
+        ):
+            assert fails(c, sql) == "42501", sql
+    before = gates(pg, adb)
+    many = [dict(q, id=f"{q['id']}-{i}") for i in range(40) for q in CAL_QUESTIONS]
+    with connect(pg, adb, R["admin"]) as a:
+        a.execute("SET statement_timeout = '300ms'")
+        assert fails(a, "SELECT * FROM rag.calibrate('alpha', %s)", (json.dumps(many),)) == "57014"
+    assert gates(pg, adb) == before

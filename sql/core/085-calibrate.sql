@@ -214,10 +214,27 @@ BEGIN
             HINT = 'Pass the 384 numbers of the question''s all-MiniLM-L6-v2 embedding, or leave the key out '
                 || 'to embed the question in the database.';
     END IF;
-    IF _calibrate.false_answer_cost IS NULL OR _calibrate.false_answer_cost <= 0 THEN
+    -- "expect" is read after the questions ran: its shape is checked first (security round 8)
+    IF EXISTS (
+        SELECT FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e
+        WHERE pg_catalog.jsonb_typeof(e -> 'expect') NOT IN ('array', 'null')
+            OR (pg_catalog.jsonb_typeof(e -> 'expect') = 'array'
+                AND EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(e -> 'expect') AS x
+                            WHERE pg_catalog.jsonb_typeof(x) <> 'string'))
+    ) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'false_answer_cost must be a positive number (a wrong answer costs that many wrong abstentions)';
+            MESSAGE = 'a question''s "expect" must be an array of anchors (strings)',
+            HINT = 'For example "expect": ["indexes-types.html#INDEXES-TYPES-BTREE"], or leave the key out.';
+    END IF;
+    -- NaN and Infinity are refused too (NaN <= 0 is false in PostgreSQL: a NaN cost made every cost NaN and
+    -- stored a threshold above every score; security round 8)
+    IF _calibrate.false_answer_cost IS NULL OR NOT (_calibrate.false_answer_cost > 0
+        AND _calibrate.false_answer_cost <= 1e6) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'false_answer_cost must be a number greater than 0 and at most 1000000 (a wrong answer costs '
+                || 'that many wrong abstentions)';
     END IF;
     n := pg_catalog.jsonb_array_length(_calibrate.questions);
 
