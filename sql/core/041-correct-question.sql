@@ -11,8 +11,16 @@
 -- ones (Levenshtein), so a name the corpus lacks ("work_mem", "postgres_fdw") is never cut down to a
 -- known word ("work", "postgres") that would hide it from retrieval and from the gate. With that bound
 -- the trigram cut-off only finds candidates (0.3, pg_trgm's own default, lets "indx" reach "index");
--- the fewest edits win, then the higher similarity. With pgcite_python, ordinary English words
--- (rag._common_words: "spill", "sentence") are never corrected: they are not typos.
+-- the fewest edits win, then the higher similarity. With pgcite_python, ordinary English words are never
+-- corrected: they are not typos. A word is one when it is a whole word of the model's vocabulary
+-- (rag._common_words: "spill", "sentence") or a form of one by rag._word_forms (the gate's foreign names use the
+-- same forms), restricted to the forms a typo rarely has: one suffix off ("pointers", "analyzer", "fixes"; a
+-- suffix of 3 letters or more only after a stem of at least 4), one prefix off ("rename", "resize", "unzip",
+-- "defragment"), or two words of at least 4 letters each joined ("callback"). Not a prefix and a suffix both off,
+-- nor a part of 3 letters: of 2,000 one-edit typos of the manual chapters' words, every form would keep 171 as
+-- typed ("singel" as "sin" + "gel", "restor" as "res" + "tor", "colation" as "col" + "ation"), these 92 (4.6 %),
+-- whole words alone 15 (docs/BENCHMARKS.md, 0.7.0, #11 round 6b). Without pgcite_python there is no vocabulary:
+-- every word the corpus lacks stays a candidate.
 -- The similar words are found through rag.word's trigram index (every tenant's words, once each) and kept only
 -- if the tenant has them (rag.term); it runs as pgcite_owner inside the SECURITY DEFINER functions
 -- (rag._retrieve, rag._ask, rag._correct_question_for, ...) that checked the caller.
@@ -34,6 +42,8 @@ DECLARE
     max_unknown constant integer := 16;
     unknown text [];
     real_words text [] := '{}';
+    forms jsonb;
+    common text [];
     corrected text;
     -- pg_trgm's operator % obeys pg_trgm.similarity_threshold, which any session may SET (1: no word is ever
     -- corrected, and the answer changes): pinned to its default for the query below, then given back
@@ -56,7 +66,41 @@ BEGIN
         LIMIT max_unknown
     ) AS f;
     IF unknown IS NOT NULL AND pg_catalog.to_regprocedure('rag._common_words(text[])') IS NOT NULL THEN
-        EXECUTE 'SELECT rag._common_words($1)' INTO real_words USING unknown;
+        -- real words: each word's forms (rag._word_forms, as the gate's foreign names), their parts looked up at once
+        forms := rag._word_forms(unknown);
+        EXECUTE 'SELECT rag._common_words($1)' INTO common USING unknown || ARRAY(
+            SELECT DISTINCT p.part
+            FROM pg_catalog.jsonb_each(forms) AS w (word, entries),
+                pg_catalog.jsonb_array_elements(w.entries) AS e (entry),
+                pg_catalog.jsonb_array_elements_text(e.entry) AS p (part)
+        );
+        common := coalesce(common, '{}');
+        SELECT coalesce(pg_catalog.array_agg(u.word), '{}')
+        INTO real_words
+        FROM pg_catalog.unnest(unknown) AS u (word)
+        WHERE u.word = ANY (common) OR EXISTS (
+            SELECT FROM pg_catalog.jsonb_array_elements(forms -> u.word) AS e (entry)
+            WHERE NOT EXISTS (
+                SELECT FROM pg_catalog.jsonb_array_elements_text(e.entry) AS p (part)
+                WHERE NOT p.part = ANY (common)
+            ) AND CASE pg_catalog.jsonb_array_length(e.entry)
+                -- one suffix off (the word starts with the base, its final "e" or doubled consonant aside), a
+                -- suffix of 3 letters or more only after a stem of 4 ("analyzer", "pointers", "fixes"; not "col" +
+                -- "ation"); or one prefix off (the word ends with the base); not both ("co" + "late" + "ion")
+                WHEN 1 THEN CASE
+                    WHEN pg_catalog.starts_with(u.word, pg_catalog.left(e.entry ->> 0, -1)) THEN (
+                        SELECT s.stem >= 4 OR pg_catalog.length(u.word) - s.stem <= 2
+                        FROM (
+                            SELECT pg_catalog.length(e.entry ->> 0)
+                                - CASE WHEN pg_catalog.starts_with(u.word, e.entry ->> 0) THEN 0 ELSE 1 END AS stem
+                        ) AS s
+                    )
+                    ELSE pg_catalog.right(u.word, pg_catalog.length(e.entry ->> 0)) = e.entry ->> 0
+                END
+                -- two words joined, each of at least 4 letters ("callback"; not "sin" + "gel", "res" + "tor")
+                ELSE pg_catalog.length(e.entry ->> 0) >= 4 AND pg_catalog.length(e.entry ->> 1) >= 4
+            END
+        );
     END IF;
 
     SELECT coalesce(pg_catalog.string_agg(coalesce(fix.term, w.word), ' ' ORDER BY w.n), '')
