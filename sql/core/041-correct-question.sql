@@ -5,6 +5,67 @@
 -- pgcite_owner runs them, here and inside the other SECURITY DEFINER entry points, every query naming the
 -- tenant explicitly; they also read rag.word (every tenant's words, once each), which no tenant role may read.
 
+-- The words of p_words (at most 16, lower case, as rag._correct_question's candidates) that are ordinary English
+-- words, not typos, for spelling correction: see rag._correct_question below. Needs pgcite_python's
+-- rag._common_words (the vocabulary); run only inside the SECURITY DEFINER entry points (sql/core/090).
+CREATE OR REPLACE FUNCTION rag._real_words(p_words text[])
+RETURNS text[]
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    forms jsonb;
+    common text [];
+    out_words text [];
+BEGIN
+    p_words := p_words[1:16];
+    IF p_words IS NULL OR pg_catalog.to_regprocedure('rag._common_words(text[])') IS NULL THEN
+        RETURN '{}';
+    END IF;
+    -- real words: each word's forms (rag._word_forms, as the gate's foreign names), their parts looked up at once
+    forms := rag._word_forms(p_words);
+    EXECUTE 'SELECT rag._common_words($1)' INTO common USING p_words || ARRAY(
+        SELECT DISTINCT p.part
+        FROM pg_catalog.jsonb_each(forms) AS w (word, entries),
+            pg_catalog.jsonb_array_elements(w.entries) AS e (entry),
+            pg_catalog.jsonb_array_elements_text(e.entry) AS p (part)
+    );
+    common := coalesce(common, '{}');
+    SELECT coalesce(pg_catalog.array_agg(u.word), '{}')
+    INTO out_words
+    FROM pg_catalog.unnest(p_words) AS u (word)
+    WHERE u.word = ANY (common) OR EXISTS (
+        SELECT FROM pg_catalog.jsonb_array_elements(forms -> u.word) AS e (entry)
+        WHERE NOT EXISTS (
+            SELECT FROM pg_catalog.jsonb_array_elements_text(e.entry) AS p (part)
+            WHERE NOT p.part = ANY (common)
+        ) AND CASE pg_catalog.jsonb_array_length(e.entry)
+            -- one suffix off (the word starts with the base, its final "e" or doubled consonant aside), a
+            -- suffix of 3 letters or more only after a stem of 4 ("analyzer", "pointers", "fixes"; not "col" +
+            -- "ation"); or one prefix off (the word ends with the base); not both ("co" + "late" + "ion")
+            WHEN 1 THEN CASE
+                WHEN pg_catalog.starts_with(u.word, pg_catalog.left(e.entry ->> 0, -1)) THEN (
+                    SELECT s.stem >= 4 OR pg_catalog.length(u.word) - s.stem <= 2
+                    FROM (
+                        SELECT pg_catalog.length(e.entry ->> 0)
+                            - CASE WHEN pg_catalog.starts_with(u.word, e.entry ->> 0) THEN 0 ELSE 1 END AS stem
+                    ) AS s
+                )
+                ELSE pg_catalog.right(u.word, pg_catalog.length(e.entry ->> 0)) = e.entry ->> 0
+            END
+            -- two words joined, each of at least 4 letters ("callback"; not "sin" + "gel", "res" + "tor")
+            ELSE pg_catalog.length(e.entry ->> 0) >= 4 AND pg_catalog.length(e.entry ->> 1) >= 4
+        END
+    );
+    RETURN out_words;
+END
+$fn$;
+COMMENT ON FUNCTION rag._real_words(text[]) IS
+'Internal: the words that are common English words or forms of one (one suffix, one prefix, two words of 4+ '
+'letters; rag._word_forms, rag._common_words), which spelling correction leaves as typed; empty without '
+'pgcite_python.';
+
 -- Question words the tenant's corpus does not know are replaced by the closest known word (pg_trgm),
 -- so "vacum freeze" searches for "vacuum freeze". Words under 4 letters and numbers are kept as they are.
 -- A correction must also be a plausible typo: at most 1 edit for words of up to 5 letters, 2 for longer
@@ -42,8 +103,6 @@ DECLARE
     max_unknown constant integer := 16;
     unknown text [];
     real_words text [] := '{}';
-    forms jsonb;
-    common text [];
     corrected text;
     -- pg_trgm's operator % obeys pg_trgm.similarity_threshold, which any session may SET (1: no word is ever
     -- corrected, and the answer changes): pinned to its default for the query below, then given back
@@ -65,42 +124,8 @@ BEGIN
         ORDER BY min(u.n)
         LIMIT max_unknown
     ) AS f;
-    IF unknown IS NOT NULL AND pg_catalog.to_regprocedure('rag._common_words(text[])') IS NOT NULL THEN
-        -- real words: each word's forms (rag._word_forms, as the gate's foreign names), their parts looked up at once
-        forms := rag._word_forms(unknown);
-        EXECUTE 'SELECT rag._common_words($1)' INTO common USING unknown || ARRAY(
-            SELECT DISTINCT p.part
-            FROM pg_catalog.jsonb_each(forms) AS w (word, entries),
-                pg_catalog.jsonb_array_elements(w.entries) AS e (entry),
-                pg_catalog.jsonb_array_elements_text(e.entry) AS p (part)
-        );
-        common := coalesce(common, '{}');
-        SELECT coalesce(pg_catalog.array_agg(u.word), '{}')
-        INTO real_words
-        FROM pg_catalog.unnest(unknown) AS u (word)
-        WHERE u.word = ANY (common) OR EXISTS (
-            SELECT FROM pg_catalog.jsonb_array_elements(forms -> u.word) AS e (entry)
-            WHERE NOT EXISTS (
-                SELECT FROM pg_catalog.jsonb_array_elements_text(e.entry) AS p (part)
-                WHERE NOT p.part = ANY (common)
-            ) AND CASE pg_catalog.jsonb_array_length(e.entry)
-                -- one suffix off (the word starts with the base, its final "e" or doubled consonant aside), a
-                -- suffix of 3 letters or more only after a stem of 4 ("analyzer", "pointers", "fixes"; not "col" +
-                -- "ation"); or one prefix off (the word ends with the base); not both ("co" + "late" + "ion")
-                WHEN 1 THEN CASE
-                    WHEN pg_catalog.starts_with(u.word, pg_catalog.left(e.entry ->> 0, -1)) THEN (
-                        SELECT s.stem >= 4 OR pg_catalog.length(u.word) - s.stem <= 2
-                        FROM (
-                            SELECT pg_catalog.length(e.entry ->> 0)
-                                - CASE WHEN pg_catalog.starts_with(u.word, e.entry ->> 0) THEN 0 ELSE 1 END AS stem
-                        ) AS s
-                    )
-                    ELSE pg_catalog.right(u.word, pg_catalog.length(e.entry ->> 0)) = e.entry ->> 0
-                END
-                -- two words joined, each of at least 4 letters ("callback"; not "sin" + "gel", "res" + "tor")
-                ELSE pg_catalog.length(e.entry ->> 0) >= 4 AND pg_catalog.length(e.entry ->> 1) >= 4
-            END
-        );
+    IF unknown IS NOT NULL THEN
+        real_words := rag._real_words(unknown);
     END IF;
 
     SELECT coalesce(pg_catalog.string_agg(coalesce(fix.term, w.word), ' ' ORDER BY w.n), '')
