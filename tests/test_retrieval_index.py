@@ -354,7 +354,10 @@ BEGIN
     FROM pg_catalog.unnest(words) AS u (word)
     WHERE NOT EXISTS (SELECT FROM rag.term AS k WHERE k.tenant = p_tenant AND k.term = u.word);
     IF unknown IS NOT NULL THEN
-        real_words := rag._common_words(unknown);
+        -- the words left as typed: since 0.7.0 (#11 round 6b) forms of common words too, the same function
+        real_words := rag._real_words(ARRAY(
+            SELECT u FROM pg_catalog.unnest(unknown) AS u WHERE pg_catalog.length(u) BETWEEN 4 AND 40
+        ));
     END IF;
     SELECT coalesce(pg_catalog.string_agg(coalesce(fix.term, w.word), ' ' ORDER BY w.n), '') INTO corrected
     FROM pg_catalog.unnest(words) WITH ORDINALITY AS w (word, n)

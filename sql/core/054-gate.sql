@@ -298,7 +298,8 @@ COMMENT ON FUNCTION rag._foreign_names(text, regconfig, text, text) IS
 -- first 16 words, each entry a list of words that must all be common: the word itself; without an inflection or
 -- derivation suffix (-s, -es, -ed, -ing, -ly, -er, -able, -ment, ... leaving at least 3 letters; also with a final
 -- "e" restored and a doubled consonant undone: "stopped", "moved"); without a prefix (un-, dis-, re-, non-, ...
--- leaving at least 4 letters), as it is or without a suffix; and split in two words of at least 3 letters each.
+-- leaving at least 4 letters; un-, re-, de- also 3: "unzip"), as it is or without a suffix; and split in two words
+-- of at least 3 letters each.
 CREATE OR REPLACE FUNCTION rag._word_forms(p_words text[])
 RETURNS jsonb
 LANGUAGE sql
@@ -342,7 +343,9 @@ AS $fn$
         -- without a prefix, then without a suffix
         SELECT w.word, pg_catalog.jsonb_build_array(s2.base)
         FROM w
-        INNER JOIN prefixes AS p ON pg_catalog.length(w.word) - pg_catalog.length(p.prefix) >= 4
+        INNER JOIN prefixes AS p ON (pg_catalog.length(w.word) - pg_catalog.length(p.prefix) >= 4
+                -- un-, re-, de- also before a word of 3 letters ("unzip", "rerun"), as it is
+                OR p.prefix IN ('un', 're', 'de') AND pg_catalog.length(w.word) = 5)
             AND pg_catalog.left(w.word, pg_catalog.length(p.prefix)) = p.prefix
         CROSS JOIN LATERAL (
             SELECT x.base FROM (SELECT pg_catalog.substr(w.word, pg_catalog.length(p.prefix) + 1) AS rest) AS r

@@ -45,7 +45,7 @@ BEGIN
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
         ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats', '_correct_question',
-            '_common_words', '_foreign_names', '_word_forms', '_embed_texts', '_parse', '_split_sentences',
+            '_common_words', '_real_words', '_foreign_names', '_word_forms', '_embed_texts', '_parse', '_split_sentences',
             '_sentence_vectors', '_support_similarity') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
