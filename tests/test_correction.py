@@ -1,8 +1,8 @@
 """Spelling correction and real words (issue #11, round 6b): a question word the tenant's corpus lacks is a
-typo candidate unless it is an ordinary English word or a form of one (one suffix or one prefix off, two words
-of at least 4 letters joined), which is left as typed and counts for the gate as a word the passages lack; a
-typo of a corpus word is still corrected. Asked as a tenant reader on the PL/Python path; the core path (no
-vocabulary) corrects every word the corpus lacks, as before."""
+typo candidate unless it is an ordinary English word or a form of one (one suffix or one prefix off; two
+words joined do not count, typos split so too), which is left as typed and counts for the gate as a word the
+passages lack; a typo of a corpus word is still corrected. Asked as a tenant reader on the PL/Python path; the
+core path (no vocabulary) corrects every word the corpus lacks, as before."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ Widgets reside on the frobnicator tray until they are shipped. Each widget has a
 
 # Shipping widgets
 
-The frobnicator packs a widget into a crate. A crate is unpacked with gunzip. To restore a widget, open its \
+The frobnicator packs a widget into a crate; past a threshold of ten widgets it takes a second crate. \
+A crate is unpacked with gunzip. To restore a widget, open its \
 crate and put the widget back on the tray.
 
 # Single widgets
@@ -68,6 +69,8 @@ def corrected(conn, question, tenant=TENANT):
         # typos of corpus words, even those that split into two 3-letter words ("sin" + "gel", "res" + "tor")
         ("How do I restor a widgit from the frobnicatr?", "how do i restore a widget from the frobnicator"),
         ("Can a singel widget be shipped?", "can a single widget be shipped"),
+        # a typo that splits into two vocabulary words ("tres" + "hold") is still a typo
+        ("What is the treshold of a crate?", "what is the threshold of a crate"),
     ],
 )
 def test_real_words_stay_typos_are_corrected(pg, corr_db, question, expected):

@@ -54,17 +54,17 @@ BEGIN
                 )
                 ELSE pg_catalog.right(u.word, pg_catalog.length(e.entry ->> 0)) = e.entry ->> 0
             END
-            -- two words joined, each of at least 4 letters ("callback"; not "sin" + "gel", "res" + "tor")
-            ELSE pg_catalog.length(e.entry ->> 0) >= 4 AND pg_catalog.length(e.entry ->> 1) >= 4
+            -- not two words joined: typos split into two words too ("treshold" = "tres" + "hold", "singel" =
+            -- "sin" + "gel")
+            ELSE false
         END
     );
     RETURN out_words;
 END
 $fn$;
 COMMENT ON FUNCTION rag._real_words(text[]) IS
-'Internal: the words that are common English words or forms of one (one suffix, one prefix, two words of 4+ '
-'letters; rag._word_forms, rag._common_words), which spelling correction leaves as typed; empty without '
-'pgcite_python.';
+'Internal: the words that are common English words or forms of one (one suffix or one prefix off; '
+'rag._word_forms, rag._common_words), which spelling correction leaves as typed; empty without pgcite_python.';
 
 -- Question words the tenant's corpus does not know are replaced by the closest known word (pg_trgm),
 -- so "vacum freeze" searches for "vacuum freeze". Words under 4 letters and numbers are kept as they are.
@@ -77,10 +77,11 @@ COMMENT ON FUNCTION rag._real_words(text[]) IS
 -- (rag._common_words: "spill", "sentence") or a form of one by rag._word_forms (the gate's foreign names use the
 -- same forms), restricted to the forms a typo rarely has: one suffix off ("pointers", "analyzer", "fixes"; a
 -- suffix of 3 letters or more only after a stem of at least 4), one prefix off ("rename", "resize", "unzip",
--- "defragment"), or two words of at least 4 letters each joined ("callback"). Not a prefix and a suffix both off,
--- nor a part of 3 letters: of 2,000 one-edit typos of the manual chapters' words, every form would keep 171 as
--- typed ("singel" as "sin" + "gel", "restor" as "res" + "tor", "colation" as "col" + "ation"), these 92 (4.6 %),
--- whole words alone 15 (docs/BENCHMARKS.md, 0.7.0, #11 round 6b). Without pgcite_python there is no vocabulary:
+-- "defragment"). Not a prefix and a suffix both off, nor a part of 3 letters, nor two words joined: of 2,000
+-- one-edit typos of the manual chapters' words, every form would keep 171 as typed ("singel" as "sin" + "gel",
+-- "restor" as "res" + "tor", "colation" as "col" + "ation"), these rules with two words of 4+ letters joined 92
+-- (4.6 %; "treshold" as "tres" + "hold"), whole words alone 15 (docs/BENCHMARKS.md, 0.7.0, #11 round 6b).
+-- Without pgcite_python there is no vocabulary:
 -- every word the corpus lacks stays a candidate.
 -- The similar words are found through rag.word's trigram index (every tenant's words, once each) and kept only
 -- if the tenant has them (rag.term); it runs as pgcite_owner inside the SECURITY DEFINER functions
