@@ -131,6 +131,24 @@ def two_tenant_database(pg: PG, name: str, roles: dict[str, str]) -> Iterator[st
             a.execute(f"DROP ROLE IF EXISTS {role}")
 
 
+def reader_database(pg: PG, name: str, tenant: str, reader: str, doc_name: str, doc: str) -> Iterator[str]:
+    """For a module fixture: `yield from reader_database(...)`: a database with one tenant holding one
+    markdown document and a reader role of it; the database and the role are dropped after the module."""
+    drop_database(pg, name)
+    create_database(pg, name)
+    with pg.admin(name) as c:
+        c.execute(f"CREATE ROLE {reader} LOGIN IN ROLE pgcite_reader")
+        c.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        c.execute("SELECT rag.grant_tenant(%s, %s)", (tenant, reader))
+        c.execute("SELECT * FROM rag.ingest(%s, %s, %s, 'markdown')", (tenant, doc_name, doc))
+    try:
+        yield name
+    finally:
+        drop_database(pg, name)
+        with pg.admin() as a:
+            a.execute(f"DROP ROLE IF EXISTS {reader}")
+
+
 def ingest_files(conn: psycopg.Connection, tenant: str, files: list[str]) -> None:
     for name in files:
         body = (MANUAL / name).read_text(encoding="utf-8")

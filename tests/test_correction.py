@@ -10,7 +10,7 @@ import json
 import uuid
 
 import pytest
-from conftest import connect, create_database, drop_database
+from conftest import connect, create_database, drop_database, reader_database
 
 TENANT = "crates"
 READER = f"corr_reader_{uuid.uuid4().hex[:8]}"
@@ -37,20 +37,7 @@ BOTH = "How do I unzip and restor a widgit?"
 
 @pytest.fixture(scope="module")
 def corr_db(pg):
-    name = "pgcite_correction"
-    drop_database(pg, name)
-    create_database(pg, name)
-    with pg.admin(name) as c:
-        c.execute(f"CREATE ROLE {READER} LOGIN IN ROLE pgcite_reader")
-        c.execute("SELECT rag.create_tenant(%s)", (TENANT,))
-        c.execute("SELECT rag.grant_tenant(%s, %s)", (TENANT, READER))
-        c.execute("SELECT * FROM rag.ingest(%s, 'crates.md', %s, 'markdown')", (TENANT, DOC))
-    try:
-        yield name
-    finally:
-        drop_database(pg, name)
-        with pg.admin() as a:
-            a.execute(f"DROP ROLE IF EXISTS {READER}")
+    yield from reader_database(pg, "pgcite_correction", TENANT, READER, "crates.md", DOC)
 
 
 def corrected(conn, question, tenant=TENANT):

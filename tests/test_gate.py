@@ -10,7 +10,7 @@ import uuid
 
 import psycopg
 import pytest
-from conftest import connect, create_database, drop_database
+from conftest import connect, create_database, drop_database, reader_database
 
 TENANT = "paint"
 READER = f"gate_reader_{uuid.uuid4().hex[:8]}"
@@ -39,20 +39,7 @@ COMMON = "Can a sealed widget be repainted halfway?"
 
 @pytest.fixture(scope="module")
 def gate_db(pg):
-    name = "pgcite_gate"
-    drop_database(pg, name)
-    create_database(pg, name)
-    with pg.admin(name) as c:
-        c.execute(f"CREATE ROLE {READER} LOGIN IN ROLE pgcite_reader")
-        c.execute("SELECT rag.create_tenant(%s)", (TENANT,))
-        c.execute("SELECT rag.grant_tenant(%s, %s)", (TENANT, READER))
-        c.execute("SELECT * FROM rag.ingest(%s, 'paint.md', %s, 'markdown')", (TENANT, DOC))
-    try:
-        yield name
-    finally:
-        drop_database(pg, name)
-        with pg.admin() as a:
-            a.execute(f"DROP ROLE IF EXISTS {READER}")
+    yield from reader_database(pg, "pgcite_gate", TENANT, READER, "paint.md", DOC)
 
 
 def ask(conn, question, tenant=TENANT, query_embedding=None):
