@@ -25,8 +25,8 @@ install: build
 	@$(MAKE) -s -C extension PG_CONFIG=$(PG_CONFIG) install
 	@# a stale build/ or an old install would leave modules that no longer exist (chunking.py, answer.py)
 	@rm -rf python_udfs/build
-	@$(DB_VENV)/bin/pip uninstall -y -q pgcite-udfs >/dev/null 2>&1 || true
-	@$(DB_VENV)/bin/pip install -q --no-deps --no-build-isolation ./python_udfs >/dev/null
+	@$(DB_VENV)/bin/python -m pip uninstall -y -q pgcite-udfs >/dev/null 2>&1 || true
+	@$(DB_VENV)/bin/python -m pip install -q --no-deps --no-build-isolation ./python_udfs >/dev/null
 	@chmod -R a+rX $(DB_VENV)
 
 lint:
