@@ -166,23 +166,28 @@ COMMENT ON FUNCTION rag._text_spans(text) IS
 'Internal: sentence spans (0-based offsets, white space trimmed) of a text, split in SQL like sentences.py but '
 'without its abbreviation rules; used only when a passage has no stored sentences and pgcite_python is absent.';
 
--- The text of spans first..last of the arrays of rag._choose_quotes, one chunk's part after the other.
+-- The text of spans first..last of the arrays of rag._choose_quotes, one chunk's part after the other. PL/pgSQL: its
+-- plan is kept for the session (a LANGUAGE sql function with SET search_path was planned again on every call).
 CREATE OR REPLACE FUNCTION rag._span_text(
     p_chunk bigint[], p_content text[], p_start integer[], p_end integer[], p_first integer, p_last integer
 )
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT pg_catalog.string_agg(pg_catalog.substr(p_content[x.f], p_start[x.f] + 1, p_end[x.l] - p_start[x.f]), E'\n\n'
-        ORDER BY x.f)
-    FROM (
-        SELECT min(g.i) AS f, max(g.i) AS l
-        FROM pg_catalog.generate_series(p_first, p_last) AS g (i)
-        GROUP BY p_chunk[g.i]
-    ) AS x
+BEGIN
+    RETURN (
+        SELECT pg_catalog.string_agg(pg_catalog.substr(p_content[x.f], p_start[x.f] + 1, p_end[x.l] - p_start[x.f]),
+            E'\n\n' ORDER BY x.f)
+        FROM (
+            SELECT min(g.i) AS f, max(g.i) AS l
+            FROM pg_catalog.generate_series(p_first, p_last) AS g (i)
+            GROUP BY p_chunk[g.i]
+        ) AS x
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._span_text(bigint[], text[], integer[], integer[], integer, integer) IS
 'Internal: the text of a run of sentence spans (rag._choose_quotes), one chunk''s part after the other.';

@@ -71,36 +71,42 @@ COMMENT ON FUNCTION rag._lexical_sentences(regconfig, tsquery, jsonb) IS
 
 -- The content words of a text as the quote scorer compares them: words of letters, digits and "_" longer than
 -- two characters, lower case, not stop words, with a small suffix stemmer (plural and verb forms of a word meet).
+-- PL/pgSQL: its plan is kept for the session (as a LANGUAGE sql function with SET search_path it was planned again
+-- on every call from another function: per span and per question word).
 CREATE OR REPLACE FUNCTION rag._content_terms(p_text text)
 RETURNS text[]
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT coalesce(pg_catalog.array_agg(DISTINCT x.term ORDER BY x.term), '{}')
-    FROM (
-        SELECT CASE
-            WHEN pg_catalog.length(w.w) > 9 AND pg_catalog.right(w.w, 6) = 'ations' THEN pg_catalog.left(w.w, -6)
-            WHEN pg_catalog.length(w.w) > 8 AND pg_catalog.right(w.w, 5) = 'ation' THEN pg_catalog.left(w.w, -5)
-            WHEN pg_catalog.length(w.w) > 7 AND pg_catalog.right(w.w, 4) = 'ings' THEN pg_catalog.left(w.w, -4)
-            WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ing' THEN pg_catalog.left(w.w, -3)
-            WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ies' THEN pg_catalog.left(w.w, -3)
-            WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'es' THEN pg_catalog.left(w.w, -2)
-            WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'ed' THEN pg_catalog.left(w.w, -2)
-            WHEN pg_catalog.length(w.w) > 4 AND pg_catalog.right(w.w, 1) = 's' THEN pg_catalog.left(w.w, -1)
-            ELSE w.w
-        END AS term
+BEGIN
+    RETURN (
+        SELECT coalesce(pg_catalog.array_agg(DISTINCT x.term ORDER BY x.term), '{}')
         FROM (
-            SELECT pg_catalog.lower(m.a[1]) AS w
-            FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
-        ) AS w
-        WHERE pg_catalog.length(w.w) > 2 AND NOT w.w = ANY ('{a,an,and,are,as,at,be,by,can,could,do,does,did,for,
-            from,how,i,if,in,into,is,it,its,me,my,of,on,or,should,so,than,that,the,their,them,then,there,these,
-            this,those,to,was,were,what,when,where,which,who,whom,why,will,with,would,you,your,we,our,us,use,used,
-            using,about,after,before,between,both,each,few,more,most,other,some,such,only,own,same,too,very,just,
-            also,any,all,not,no,nor,one,get,make,want,need}'::text [])
-    ) AS x
+            SELECT CASE
+                WHEN pg_catalog.length(w.w) > 9 AND pg_catalog.right(w.w, 6) = 'ations' THEN pg_catalog.left(w.w, -6)
+                WHEN pg_catalog.length(w.w) > 8 AND pg_catalog.right(w.w, 5) = 'ation' THEN pg_catalog.left(w.w, -5)
+                WHEN pg_catalog.length(w.w) > 7 AND pg_catalog.right(w.w, 4) = 'ings' THEN pg_catalog.left(w.w, -4)
+                WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ing' THEN pg_catalog.left(w.w, -3)
+                WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ies' THEN pg_catalog.left(w.w, -3)
+                WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'es' THEN pg_catalog.left(w.w, -2)
+                WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'ed' THEN pg_catalog.left(w.w, -2)
+                WHEN pg_catalog.length(w.w) > 4 AND pg_catalog.right(w.w, 1) = 's' THEN pg_catalog.left(w.w, -1)
+                ELSE w.w
+            END AS term
+            FROM (
+                SELECT pg_catalog.lower(m.a[1]) AS w
+                FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
+            ) AS w
+            WHERE pg_catalog.length(w.w) > 2 AND NOT w.w = ANY ('{a,an,and,are,as,at,be,by,can,could,do,does,did,for,
+                from,how,i,if,in,into,is,it,its,me,my,of,on,or,should,so,than,that,the,their,them,then,there,these,
+                this,those,to,was,were,what,when,where,which,who,whom,why,will,with,would,you,your,we,our,us,use,used,
+                using,about,after,before,between,both,each,few,more,most,other,some,such,only,own,same,too,very,just,
+                also,any,all,not,no,nor,one,get,make,want,need}'::text [])
+        ) AS x
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._content_terms(text) IS
 'Internal: the distinct stemmed content words of a text (the lexical part of quote scoring).';

@@ -4,68 +4,75 @@
 -- form: the names it spells out (settings, functions, commands, options), for "how do I" questions the sentences
 -- that say what to do, for "why" questions the ones that give a reason, for "what is X" questions the one that
 -- defines X. Nothing here needs PL/Python: the core path gets the same quotes from the same spans and scores.
+-- The helpers are PL/pgSQL, not LANGUAGE sql: with SET search_path a SQL function is never inlined, and one called
+-- from another function (per span, per candidate) was parsed and planned again on every call, ~69 % of quote
+-- choice's time; PL/pgSQL keeps its plans for the session (issue #10, session 10).
 
 -- What the question's form asks for: the names it spells out, whether it asks how to do something, why, or what
 -- something is (the content words of that something).
 CREATE OR REPLACE FUNCTION rag._question_features(p_question text)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT pg_catalog.jsonb_build_object(
-        -- names: snake_case words, dotted file names, psql meta-commands (\dF), command-line options (-X,
-        -- --single-transaction), function calls (lower(...)), SQL words and acronyms in capitals (VACUUM, GIN),
-        -- mixed-case product words (GiST); in order of appearance, once each
-        'names', coalesce((
-            SELECT pg_catalog.to_jsonb(pg_catalog.array_agg(y.name ORDER BY y.first_n))
-            FROM (
-                SELECT x.name, min(x.n) AS first_n
+BEGIN
+    RETURN (
+        pg_catalog.jsonb_build_object(
+            -- names: snake_case words, dotted file names, psql meta-commands (\dF), command-line options (-X,
+            -- --single-transaction), function calls (lower(...)), SQL words and acronyms in capitals (VACUUM, GIN),
+            -- mixed-case product words (GiST); in order of appearance, once each
+            'names', coalesce((
+                SELECT pg_catalog.to_jsonb(pg_catalog.array_agg(y.name ORDER BY y.first_n))
                 FROM (
-                    SELECT CASE WHEN m.a[2] IS NOT NULL THEN m.a[2] || '(' ELSE m.a[1] END AS name, m.n
-                    FROM pg_catalog.regexp_matches(p_question,
-                        '(?:^|[\s(''"])(\\[A-Za-z+]+|--?[A-Za-z][A-Za-z0-9-]*|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]'
-                        || '|[A-Za-z][A-Za-z0-9_]*\.[a-z]{2,5}|([A-Za-z][A-Za-z0-9_]*)\(|[A-Z][A-Z0-9]{2,}'
-                        || '|[A-Z]?[a-z]+[A-Z][A-Za-z]*)(?=$|[\s,.;:?!)''"(]|(?<=\())', 'g')
-                        WITH ORDINALITY AS m (a, n)
-                ) AS x
-                WHERE x.name ~ '[A-Za-z]'
-                GROUP BY x.name
-            ) AS y
-        ), '[]'),
-        'howto', p_question ~* ('\m(how (do|can|should|would|could|must|may) (i|we|you|one)|how to'
-            || '|(do|should|must|can|would) (i|we) (need|have) to|what (should|must|do|can) (i|we) (do|use|set|run)'
-            || '|(which|what) (\w+ )?(command|setting|parameter|option|function|tool|program|utility|configuration)s?'
-            || '|is there a way)\M'),
-        'why', p_question ~* '\mwhy\M',
-        -- asks for a number: how many / how much / how long / how often, a maximum, a minimum, a limit
-        'quantity', p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
-            || '|\m(maximum|minimum|limit|limits|at most|at least)\M'),
-        -- "Which archive format does ...?", "What weights do ...?": the kind of thing asked for (one to three
-        -- words between which/what and an auxiliary verb), its content words; NULL otherwise
-        'asks_for', (
-            SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[1])) BETWEEN 1 AND 3
-                THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
-            FROM pg_catalog.regexp_match(rag._question_head(p_question),
-                '^(?:which|what)\s+(?!(?:does|do|did|is|are|was|were|can|could|should|would|will|must|has|have|'
-                || 'had|if|of|about|happens|kind|kinds|type|types|sort)\M)((?:[A-Za-z_][A-Za-z0-9_-]*\s+){0,2}?'
-                || '[A-Za-z_][A-Za-z0-9_-]*)\s+(?:does|do|did|is|are|was|were|can|could|should|would|will|must|has|'
-                || 'have|had)\M', 'i') AS m (a)
-        ),
-        -- "What is X?", "What are X?", "What is X used for?" (X up to a comma or the question mark): X's content
-        -- words, when X is short (at most five words); NULL otherwise
-        'defines', (
-            SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[1])) BETWEEN 1 AND 5
-                AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
-                    <= 5
-                THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
-            -- the question up to its first comma or question mark, at most 200 characters (rag._question_head)
-            FROM pg_catalog.regexp_match(rag._question_head(p_question),
-                '^what(?:''s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?([^,?]+?)(?:\s+used\s+for)?\s*(?:[,?].*)?$', 'i')
-                AS m (a)
+                    SELECT x.name, min(x.n) AS first_n
+                    FROM (
+                        SELECT CASE WHEN m.a[2] IS NOT NULL THEN m.a[2] || '(' ELSE m.a[1] END AS name, m.n
+                        FROM pg_catalog.regexp_matches(p_question,
+                            '(?:^|[\s(''"])(\\[A-Za-z+]+|--?[A-Za-z][A-Za-z0-9-]*|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]'
+                            || '|[A-Za-z][A-Za-z0-9_]*\.[a-z]{2,5}|([A-Za-z][A-Za-z0-9_]*)\(|[A-Z][A-Z0-9]{2,}'
+                            || '|[A-Z]?[a-z]+[A-Z][A-Za-z]*)(?=$|[\s,.;:?!)''"(]|(?<=\())', 'g')
+                            WITH ORDINALITY AS m (a, n)
+                    ) AS x
+                    WHERE x.name ~ '[A-Za-z]'
+                    GROUP BY x.name
+                ) AS y
+            ), '[]'),
+            'howto', p_question ~* ('\m(how (do|can|should|would|could|must|may) (i|we|you|one)|how to'
+                || '|(do|should|must|can|would) (i|we) (need|have) to|what (should|must|do|can) (i|we) (do|use|set|run)'
+                || '|(which|what) (\w+ )?(command|setting|parameter|option|function|tool|program|utility|configuration)s?'
+                || '|is there a way)\M'),
+            'why', p_question ~* '\mwhy\M',
+            -- asks for a number: how many / how much / how long / how often, a maximum, a minimum, a limit
+            'quantity', p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
+                || '|\m(maximum|minimum|limit|limits|at most|at least)\M'),
+            -- "Which archive format does ...?", "What weights do ...?": the kind of thing asked for (one to three
+            -- words between which/what and an auxiliary verb), its content words; NULL otherwise
+            'asks_for', (
+                SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[1])) BETWEEN 1 AND 3
+                    THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
+                FROM pg_catalog.regexp_match(rag._question_head(p_question),
+                    '^(?:which|what)\s+(?!(?:does|do|did|is|are|was|were|can|could|should|would|will|must|has|have|'
+                    || 'had|if|of|about|happens|kind|kinds|type|types|sort)\M)((?:[A-Za-z_][A-Za-z0-9_-]*\s+){0,2}?'
+                    || '[A-Za-z_][A-Za-z0-9_-]*)\s+(?:does|do|did|is|are|was|were|can|could|should|would|will|must|has|'
+                    || 'have|had)\M', 'i') AS m (a)
+            ),
+            -- "What is X?", "What are X?", "What is X used for?" (X up to a comma or the question mark): X's content
+            -- words, when X is short (at most five words); NULL otherwise
+            'defines', (
+                SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[1])) BETWEEN 1 AND 5
+                    AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
+                        <= 5
+                    THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
+                -- the question up to its first comma or question mark, at most 200 characters (rag._question_head)
+                FROM pg_catalog.regexp_match(rag._question_head(p_question),
+                    '^what(?:''s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?([^,?]+?)(?:\s+used\s+for)?\s*(?:[,?].*)?$', 'i')
+                    AS m (a)
+            )
         )
-    )
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._question_features(text) IS
 'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, quantity, asks_for, '
@@ -75,19 +82,23 @@ COMMENT ON FUNCTION rag._question_features(text) IS
 -- heading, list (an item's first sentence), or text.
 CREATE OR REPLACE FUNCTION rag._span_kind(p_span text)
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE
-        WHEN p_span ~ '^[ \t]*(```|~~~)' THEN 'code'
-        WHEN p_span ~ '^[ \t]*\|' THEN 'table'
-        WHEN p_span ~ '^[ \t]*>' THEN 'note'
-        WHEN p_span ~ '^ {0,3}#{1,6}([ \t]|$)' THEN 'heading'
-        WHEN p_span ~ '^[ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+\S' THEN 'list'
-        ELSE 'text'
-    END
+BEGIN
+    RETURN (
+        CASE
+            WHEN p_span ~ '^[ \t]*(```|~~~)' THEN 'code'
+            WHEN p_span ~ '^[ \t]*\|' THEN 'table'
+            WHEN p_span ~ '^[ \t]*>' THEN 'note'
+            WHEN p_span ~ '^ {0,3}#{1,6}([ \t]|$)' THEN 'heading'
+            WHEN p_span ~ '^[ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+\S' THEN 'list'
+            ELSE 'text'
+        END
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._span_kind(text) IS
 'Internal: code, table, note, heading, list or text, from the first characters of a sentence span.';
@@ -98,26 +109,26 @@ COMMENT ON FUNCTION rag._span_kind(text) IS
 -- "by increasing ..."), or an SQL command.
 CREATE OR REPLACE FUNCTION rag._says_what_to_do(p_span text)
 RETURNS boolean
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    WITH v (verbs) AS (
-        SELECT 'Use|Set|Run|Create|Add|Execute|Specify|Call|Issue|Pass|Make|Put|Configure|Enable|Disable|Consider|'
-            || 'Avoid|Try|Write|Drop|Remove|Ensure|Choose|Start|Stop|Install|Edit|Change|Include|Exclude|Omit|'
-            || 'Copy|Restore|Resolve|End|Connect|Perform|Follow|Keep|Check|Increase|Decrease|Lower|Raise|'
-            || 'Schedule|Rebuild|Define|Map|Mark|Send|Pipe|Reload|Restart|Rotate|Store|Test|Monitor|Place|Give|'
-            || 'Take|Do|Never|Always|Be sure|Make sure|Instead|Alternatively|Simply|Just'
-    )
-    SELECT
+DECLARE
+    verbs CONSTANT text := 'Use|Set|Run|Create|Add|Execute|Specify|Call|Issue|Pass|Make|Put|Configure|Enable|'
+        || 'Disable|Consider|Avoid|Try|Write|Drop|Remove|Ensure|Choose|Start|Stop|Install|Edit|Change|Include|Exclude|Omit|'
+        || 'Copy|Restore|Resolve|End|Connect|Perform|Follow|Keep|Check|Increase|Decrease|Lower|Raise|'
+        || 'Schedule|Rebuild|Define|Map|Mark|Send|Pipe|Reload|Restart|Rotate|Store|Test|Monitor|Place|Give|'
+        || 'Take|Do|Never|Always|Be sure|Make sure|Instead|Alternatively|Simply|Just';
+BEGIN
+    RETURN
         -- code that is not a demonstration (a query shown with its output)
         (p_span ~ '(^|\n)[ \t]*(```|~~~)' AND p_span !~ '\n[ \t]*(-{3,}[-+]*|\(\d+ rows?\)|\?column\?)[ \t]*(\n|$)')
         -- an imperative, also as a list item or a note
         OR p_span ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*[ \t]*)?)?('
-            || v.verbs || ')\M')
+            || verbs || ')\M')
         -- a purpose clause and then what to do: "To remove an index, use ..."
-        OR p_span ~* ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+)?(to|in order to) [^.,]+, (you |it is |(' || v.verbs
+        OR p_span ~* ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+)?(to|in order to) [^.,]+, (you |it is |(' || verbs
             || ')\M)')
         -- advice
         OR p_span ~* ('\m(you (can|could|should|must|need to|will need to|have to)|(might|may) (want|wish) to'
@@ -129,8 +140,8 @@ AS $fn$
             || '|the (easiest|best|simplest|preferred|recommended|usual) '
             || '(way|method|approach))\M')
         -- an SQL command
-        OR p_span ~ '(^|\s)(CREATE|ALTER|DROP|SET|VACUUM|ANALYZE|REINDEX|CLUSTER|TRUNCATE|GRANT) [A-Z]+'
-    FROM v
+        OR p_span ~ '(^|\s)(CREATE|ALTER|DROP|SET|VACUUM|ANALYZE|REINDEX|CLUSTER|TRUNCATE|GRANT) [A-Z]+';
+END
 $fn$;
 COMMENT ON FUNCTION rag._says_what_to_do(text) IS
 'Internal: whether a span says what to do (code, an imperative, a purpose clause, advice, an SQL command).';
@@ -138,13 +149,17 @@ COMMENT ON FUNCTION rag._says_what_to_do(text) IS
 -- Whether a span gives a reason ("because", "since", "due to", "so that", "therefore", "the reason", ...).
 CREATE OR REPLACE FUNCTION rag._gives_reason(p_span text)
 RETURNS boolean
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT p_span ~* ('\m(because|since|due to|so that|therefore|thus|hence|the reason|this is why|in order to|'
-        || 'otherwise|which means|this means|which causes|caused by)\M')
+BEGIN
+    RETURN (
+        p_span ~* ('\m(because|since|due to|so that|therefore|thus|hence|the reason|this is why|in order to|'
+            || 'otherwise|which means|this means|which causes|caused by)\M')
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._gives_reason(text) IS
 'Internal: whether a span gives a reason (because, since, due to, ...).';
@@ -153,13 +168,17 @@ COMMENT ON FUNCTION rag._gives_reason(text) IS
 -- for a "why" question (false for other questions).
 CREATE OR REPLACE FUNCTION rag._has_asked_form(p_span text, p_features jsonb)
 RETURNS boolean
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT coalesce((p_features ->> 'howto')::boolean, false) AND rag._says_what_to_do(p_span)
-        OR coalesce((p_features ->> 'why')::boolean, false) AND rag._gives_reason(p_span)
+BEGIN
+    RETURN (
+        coalesce((p_features ->> 'howto')::boolean, false) AND rag._says_what_to_do(p_span)
+            OR coalesce((p_features ->> 'why')::boolean, false) AND rag._gives_reason(p_span)
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._has_asked_form(text, jsonb) IS
 'Internal: whether a span has the form the question asks for (what to do for "how do I", a reason for "why").';
@@ -203,14 +222,17 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 -- (rag._says_what_to_do); for "why" questions why when it gives a reason; for "what is X" questions defines when
 -- its subject (the words before its first is/are/means/refers) holds X's content words; for a question asking how
 -- many / how much / how long, a maximum or a limit, quantity when it gives a number (digits, number words, units).
-CREATE OR REPLACE FUNCTION rag._quote_bonus(p_span text, p_features jsonb)
+-- p_says_what_to_do: rag._says_what_to_do(p_span) when the caller has it already (rag._choose_quotes computes it
+-- once per span), NULL to compute it here.
+CREATE OR REPLACE FUNCTION rag._quote_bonus(p_span text, p_features jsonb, p_says_what_to_do boolean)
 RETURNS float8
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT
+BEGIN
+    RETURN
         (p_features -> 'weights' ->> 'names')::float8 * coalesce((
             SELECT avg((CASE
                 WHEN x.name ~ '^[A-Z0-9\\-]' OR x.name ~ '[A-Z]' AND x.name !~ '_'
@@ -219,7 +241,7 @@ AS $fn$
             END)::integer)
             FROM pg_catalog.jsonb_array_elements_text(p_features -> 'names') AS x (name)
         ), 0)
-        + CASE WHEN (p_features ->> 'howto')::boolean AND rag._says_what_to_do(p_span)
+        + CASE WHEN (p_features ->> 'howto')::boolean AND coalesce(p_says_what_to_do, rag._says_what_to_do(p_span))
             THEN (p_features -> 'weights' ->> 'howto')::float8 ELSE 0 END
         + CASE WHEN (p_features ->> 'why')::boolean AND rag._gives_reason(p_span)
             THEN (p_features -> 'weights' ->> 'why')::float8 ELSE 0 END
@@ -240,8 +262,9 @@ AS $fn$
                 pg_catalog.regexp_match(p_span,
                     '^(?:[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?(.{1,80}?)\s(?:is|are|means|refers)\M') AS m (a)
             GROUP BY m.a[1]
-        ) THEN (p_features -> 'weights' ->> 'defines')::float8 ELSE 0 END
+        ) THEN (p_features -> 'weights' ->> 'defines')::float8 ELSE 0 END;
+END
 $fn$;
-COMMENT ON FUNCTION rag._quote_bonus(text, jsonb) IS
+COMMENT ON FUNCTION rag._quote_bonus(text, jsonb, boolean) IS
 'Internal: how much a span''s form suits the question (names, what to do, reasons, numbers, definitions), added to its '
 'score when choosing quotes.';

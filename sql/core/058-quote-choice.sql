@@ -77,6 +77,7 @@ DECLARE
     s_kind text [];
     s_base float8 [];  -- relevance: the given score, echo and form inheritance applied
     s_score float8 [];  -- with rag._quote_bonus of the span's own text
+    s_todo boolean [];  -- rag._says_what_to_do of each span, for a "how do I" question only (else NULL)
     s_para_start boolean [];  -- first span of its chunk, after a blank line, or starting a block or list item
     s_reach boolean [];  -- the span is of a section chunk (rag._answer's section reach), not of a passage
     s_bound boolean [];  -- code, table or a continuation quoted only with its introduction
@@ -146,9 +147,16 @@ BEGIN
 
     -- The form the question asks for ("how do I": what to do; "why": a reason) counts as relevant as the best
     -- span of its paragraph less weights.inherit.
+    -- Whether each span says what to do, once: read by the form inheritance and by rag._quote_bonus (it was
+    -- evaluated twice per span).
+    IF (features ->> 'howto')::boolean THEN
+        SELECT pg_catalog.array_agg(rag._says_what_to_do(s_text[g.i]) ORDER BY g.i)
+        INTO s_todo
+        FROM pg_catalog.generate_series(1, n) AS g (i);
+    END IF;
     IF (features ->> 'howto')::boolean OR (features ->> 'why')::boolean THEN
         SELECT pg_catalog.array_agg(CASE
-                WHEN (features ->> 'howto')::boolean AND rag._says_what_to_do(s_text[x.i])
+                WHEN (features ->> 'howto')::boolean AND s_todo[x.i]
                     OR (features ->> 'why')::boolean AND rag._gives_reason(s_text[x.i])
                 THEN greatest(s_base[x.i], x.para_best - (w ->> 'inherit')::float8)
                 ELSE s_base[x.i] END ORDER BY x.i)
@@ -161,7 +169,7 @@ BEGIN
             ) AS y
         ) AS x;
     END IF;
-    SELECT pg_catalog.array_agg(s_base[g.i] + rag._quote_bonus(s_text[g.i], features) ORDER BY g.i)
+    SELECT pg_catalog.array_agg(s_base[g.i] + rag._quote_bonus(s_text[g.i], features, s_todo[g.i]) ORDER BY g.i)
     INTO s_score
     FROM pg_catalog.generate_series(1, n) AS g (i);
     s_bound := pg_catalog.array_fill(false, ARRAY[n]);
@@ -213,7 +221,7 @@ BEGIN
             cand_last := cand_last || u_last[i];
             cand_score := cand_score || (
                 (SELECT max(s_base[g.x]) FROM pg_catalog.generate_series(i, u_last[i]) AS g (x))
-                + rag._quote_bonus(rag._span_text(c_id, c_content, s_start, s_end, i, u_last[i]), features)
+                + rag._quote_bonus(rag._span_text(c_id, c_content, s_start, s_end, i, u_last[i]), features, NULL)
                 - p_rank_penalty * (c_rank[i] - 1));
         ELSIF NOT s_bound[i] AND s_kind[i] <> 'heading' AND s_end[i] - s_start[i] >= 20
             AND NOT (s_text[i] ~ ':\s*$' AND (i = n OR c_id[i + 1] <> c_id[i]))
