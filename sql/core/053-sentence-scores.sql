@@ -256,3 +256,72 @@ COMMENT ON FUNCTION rag._sentence_scores(text, public.vector, bigint[], jsonb) I
 'Internal: the sentences of the chunks scored against the question [{chunk_id, start, end, quote, sim, overlap, '
 'score, terms}] (terms: rag._content_terms of the quote, stored at ingest), or NULL when some chunk has no '
 'stored sentences and pgcite_python is absent.';
+
+-- Upper bounds of the span scores rag._sentence_scores gives the stored sentences of the chunks, without the
+-- work of scoring them (no chunk text read, no quote cut out, no window of embeddings, no jsonb): per sentence
+-- its own similarity and its overlap exactly as there, and the context term at its largest. The context
+-- similarity is a cosine, at most 1, so (1 - context) x sim + |context| + 0.25 x overlap >= the score (the
+-- overlap from the sentence's stored terms, as there). Only spans of at least 20
+-- characters, as the chunks below the passages compete (rag._answer). One row per stored sentence.
+CREATE OR REPLACE FUNCTION rag._span_score_bounds(
+    p_question text, p_qemb public.vector, p_ids bigint[], p_term_weights jsonb
+)
+RETURNS TABLE (chunk_id bigint, start_pos integer, end_pos integer, bound float8)
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    q_terms text[] := rag._content_terms(p_question);
+    -- rag._quote_weights is defined in 056-quote-forms.sql, after this file: PL/pgSQL resolves it at call time
+    w_idf float8 := coalesce((rag._quote_weights() ->> 'idf')::float8, 0);
+    w_ctx float8 := coalesce((rag._quote_weights() ->> 'context')::float8, 0);
+    term_w jsonb := coalesce(p_term_weights, rag._question_term_weights(p_question, p_ids[1]));
+BEGIN
+    RETURN QUERY
+    SELECT s.chunk_id, s.start_pos, s.end_pos,
+        (1 - w_ctx) * (1 - (s.embedding OPERATOR(public.<=>) p_qemb)) + abs(w_ctx) + 0.25 * CASE
+            WHEN pg_catalog.cardinality(q_terms) = 0 THEN 0::float8
+            WHEN w_idf = 0 THEN (SELECT count(*) FROM pg_catalog.unnest(s.terms) AS t (term)
+                WHERE t.term = ANY (q_terms))::float8 / pg_catalog.cardinality(q_terms)
+            ELSE (SELECT coalesce(sum(coalesce((term_w ->> t.term)::float8, 1)), 0)
+                    FROM pg_catalog.unnest(q_terms) AS t (term) WHERE t.term = ANY (s.terms))
+                / (SELECT sum(coalesce((term_w ->> t.term)::float8, 1)) FROM pg_catalog.unnest(q_terms) AS t (term))
+            END
+    FROM rag.sentence AS s
+    WHERE s.chunk_id = ANY (p_ids) AND s.end_pos - s.start_pos >= 20;
+END
+$fn$;
+COMMENT ON FUNCTION rag._span_score_bounds(text, public.vector, bigint[], jsonb) IS
+'Internal: per stored sentence of the chunks (spans of 20 characters or more), an upper bound of its '
+'rag._sentence_scores score: exact similarity and overlap, the context term at its largest.';
+
+-- The chunks (of p_ids, in their order) whose best span may score p_score or more: those whose upper bound
+-- (rag._span_score_bounds) comes within 1e-3 of it (scores are rounded to 6 decimals), and any without stored
+-- sentences (no bound: scored as before). rag._answer scores only these of the chunks below the passages.
+CREATE OR REPLACE FUNCTION rag._may_score_at_least(
+    p_question text, p_qemb public.vector, p_ids bigint[], p_term_weights jsonb, p_score float8
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    RETURN ARRAY(
+        SELECT o.id
+        FROM pg_catalog.unnest(p_ids) WITH ORDINALITY AS o (id, n)
+        LEFT JOIN (
+            SELECT b.chunk_id, max(b.bound) AS bound
+            FROM rag._span_score_bounds(p_question, p_qemb, p_ids, p_term_weights) AS b
+            GROUP BY b.chunk_id
+        ) AS b ON b.chunk_id = o.id
+        WHERE b.bound IS NULL AND NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = o.id)
+            OR b.bound >= p_score - 1e-3
+        ORDER BY o.n
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag._may_score_at_least(text, public.vector, bigint[], jsonb, float8) IS
+'Internal: the chunks of p_ids (in order) whose best span of 20 characters or more may score p_score or more '
+'(upper bound within 1e-3), for rag._answer''s chunks below the passages.';

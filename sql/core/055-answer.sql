@@ -325,6 +325,14 @@ BEGIN
                 AND EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = (e ->> 'chunk_id')::bigint)
             ORDER BY (e ->> 'rank')::integer);
     END IF;
+    -- only those whose best span may beat the passages' by the margin are scored (rag._may_score_at_least: an
+    -- upper bound of each span's score from the stored sentences; the others could not compete)
+    IF pg_catalog.cardinality(lower_ids) > 0 THEN
+        lower_ids := rag._may_score_at_least(as_embedded, p_qemb, lower_ids, term_weights, (
+            SELECT max((s ->> 'score')::float8) FROM pg_catalog.jsonb_array_elements(scored) AS s
+            WHERE (s ->> 'end')::integer - (s ->> 'start')::integer >= 20
+        ) + (rag._quote_weights() ->> 'lower_margin')::float8);
+    END IF;
     IF pg_catalog.cardinality(lower_ids) > 0 THEN
         lower_scored := rag._sentence_scores(as_embedded, p_qemb, lower_ids, term_weights);
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', y.id, 'rank', y.r,
