@@ -7,6 +7,8 @@
     # the dev set (eval/pgdocs-dev.jsonl and --offtopic questions of eval/offtopic.jsonl) of one tenant:
     .venv/bin/python bench/ask_ab.py LABEL --dev --dsn 'host=... dbname=pgcite_quotes user=postgres' \\
         --reader h10b_reader --tenant pgdocs --old OLD_DIR
+    # paired: OLD_DIR in the database, NEW_DIR in a copy of it, the two asked in turn for every question:
+    .venv/bin/python bench/ask_ab.py LABEL --dev --dsn ... --old OLD_DIR --copy pgcite_quotes_b [--rounds 3]
 
 As the reader (pgcite_bench_reader, or --reader), for each question (after three warm-up asks on every new
 connection): rag.retrieve (k 8 on the scale database, 5 on the dev set; the question's embedding passed),
@@ -18,6 +20,14 @@ connection, so both versions see the same load on this shared machine. Prints p5
 each version,
 the after / before ratio of the p50s, `ask+qemb - retrieve` (what rag.ask costs beyond retrieval, p50 of the
 per-question differences), and the statuses of rag.ask per version. The database keeps NEW_DIR's version.
+
+With --copy DBNAME (and --old): the database is copied to DBNAME (CREATE DATABASE ... TEMPLATE; dropped and
+made again if it exists, dropped at the end unless --keep-copy), OLD_DIR's files are run over the database
+and NEW_DIR's over the copy, once, and one reader connection to each asks every question in turn (before
+then after for one question, after then before for the next), --rounds times over the questions: the two
+versions share every moment of the machine's load, and no plan is invalidated between the blocks. Besides
+the p50 / p95 of each version it prints, per class and call, the median of the paired differences (after -
+before, ms, one per question and round) and the share of the pairs in which after was faster.
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import psycopg.sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
@@ -84,7 +95,20 @@ def main() -> None:
     ap.add_argument("--offtopic", type=int, default=40)
     ap.add_argument("--no-embed", action="store_true", help="no rag.ask embedding in the database")
     ap.add_argument("--embed-dsn", help="where the dev set's questions are embedded (default: --dsn)")
+    ap.add_argument(
+        "--copy", metavar="DBNAME", help="paired: --new in this copy of the database, --old in it"
+    )
+    ap.add_argument("--rounds", type=int, default=1, help="with --copy: times every question is asked")
+    ap.add_argument("--keep-copy", action="store_true", help="with --copy: do not drop the copy at the end")
+    ap.add_argument(
+        "--functions",
+        action="store_true",
+        help="with --copy: track_functions = 'all' in both databases, each ask+qemb in a transaction that "
+        "reads its functions' total times (pg_stat_xact_user_functions): FUNCTIONS paired too",
+    )
     args = ap.parse_args()
+    if args.copy and not args.old:
+        ap.error("--copy needs --old")
     dsn = args.dsn or corpus.db_dsn(os.environ.get("BENCH_DB") or "pgcite_bench")
     owner = psycopg.connect(dsn, autocommit=True)
     if args.dev:
@@ -105,6 +129,10 @@ def main() -> None:
     ]
     if not args.no_embed:
         calls.append(("ask", "SELECT status FROM rag.ask(%s, %s, 5)", False))
+    if args.copy:
+        owner.close()
+        paired(args, dsn, qs, k_retrieve)
+        return
     versions = [("before", args.old), ("after", args.new)] if args.old else [(args.label, None)]
     ms: dict[tuple[str, str, str], list[float]] = {}
     beyond: dict[tuple[str, str], list[float]] = {}
@@ -152,6 +180,139 @@ def main() -> None:
             print(f"| {cls} | `{call}` | {cells} |{ratio}")
     for (cls, n), s in sorted(statuses.items()):
         print(f"{args.label} {cls} {n}: ask+qemb statuses {dict(sorted(s.items()))}")
+
+
+def calls_of(k_retrieve: int, no_embed: bool) -> list[tuple[str, str, bool]]:
+    calls = [
+        ("retrieve", f"SELECT count(*) FROM rag.retrieve(%s, %s, {k_retrieve}, %s::vector)", True),
+        ("ask+qemb", "SELECT status FROM rag.ask(%s, %s, 5, %s::vector)", True),
+    ]
+    if not no_embed:
+        calls.append(("ask", "SELECT status FROM rag.ask(%s, %s, 5)", False))
+    return calls
+
+
+# --functions: stages read from pg_stat_xact_user_functions (total time, nested calls included, summed over a
+# function's calls in one ask)
+FUNCTIONS = {
+    "quote choice (rag._choose_quotes)": ("_choose_quotes",),
+    "span scores, all calls (rag._sentence_scores)": ("_sentence_scores",),
+    "lower chunks' bound (rag._may_score_at_least)": ("_may_score_at_least",),
+    "whole rag._answer": ("_answer",),
+}
+
+
+def timed_calls(
+    c: psycopg.Connection, calls, tenant: str, question: str, qemb: str, functions: bool = False
+) -> dict:
+    got = {}
+    for call, sql, with_qemb in calls:
+        params = (question, tenant, qemb) if with_qemb else (question, tenant)
+        if functions and call == "ask+qemb":
+            with c.transaction():
+                t0 = time.perf_counter()
+                got[call] = c.execute(sql, params).fetchone()[0]
+                got[call + " ms"] = (time.perf_counter() - t0) * 1000
+                times = dict(
+                    c.execute(
+                        "SELECT funcname, total_time FROM pg_stat_xact_user_functions "
+                        "WHERE schemaname = 'rag'"
+                    ).fetchall()
+                )
+            for name, funcs in FUNCTIONS.items():
+                got[name + " ms"] = sum(times.get(f, 0.0) for f in funcs)
+            continue
+        t0 = time.perf_counter()
+        got[call] = c.execute(sql, params).fetchone()[0]
+        got[call + " ms"] = (time.perf_counter() - t0) * 1000
+    got["ask+qemb - retrieve ms"] = got["ask+qemb ms"] - got["retrieve ms"]
+    return got
+
+
+def paired(args: argparse.Namespace, dsn: str, qs: list[tuple], k_retrieve: int) -> None:
+    """--copy: before in the database, after in its copy, asked in turn for each question."""
+    src = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+    admin_dsn = psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
+    ident = psycopg.sql.Identifier
+    with psycopg.connect(admin_dsn, autocommit=True) as a:
+        a.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident(args.copy)))
+        a.execute(psycopg.sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(ident(args.copy), ident(src)))
+    copy_dsn = psycopg.conninfo.make_conninfo(dsn, dbname=args.copy)
+    for d, sql_dir in ((dsn, args.old), (copy_dsn, args.new)):
+        with psycopg.connect(d, autocommit=True) as o:
+            load_sql(o, Path(sql_dir))
+            if args.functions:
+                o.execute(
+                    psycopg.sql.SQL("ALTER DATABASE {} SET track_functions = 'all'").format(
+                        ident(psycopg.conninfo.conninfo_to_dict(d)["dbname"])
+                    )
+                )
+    calls = calls_of(k_retrieve, args.no_embed)
+    rows = [c for c, _, _ in calls] + ["ask+qemb - retrieve"] + (list(FUNCTIONS) if args.functions else [])
+    names = ("before", "after")
+    ms: dict[tuple[str, str, str], list[float]] = {}
+    diff: dict[tuple[str, str], list[float]] = {}
+    statuses: dict[tuple[str, str], dict[str, int]] = {}
+    differ = 0
+    conns = [
+        psycopg.connect(psycopg.conninfo.make_conninfo(d, user=args.reader), autocommit=True)
+        for d in (dsn, copy_dsn)
+    ]
+    try:
+        for c in conns:
+            for _cls, tenant, question, qemb in qs[:3]:
+                timed_calls(c, calls, tenant, question, qemb, args.functions)
+        n = 0
+        for _round in range(args.rounds):
+            for cls, tenant, question, qemb in qs:
+                order = (0, 1) if n % 2 == 0 else (1, 0)
+                n += 1
+                got = {}
+                for v in order:
+                    got[v] = timed_calls(conns[v], calls, tenant, question, qemb, args.functions)
+                if got[0]["ask+qemb"] != got[1]["ask+qemb"]:
+                    differ += 1
+                for call in rows:
+                    for v in (0, 1):
+                        ms.setdefault((cls, call, names[v]), []).append(got[v][call + " ms"])
+                    diff.setdefault((cls, call), []).append(got[1][call + " ms"] - got[0][call + " ms"])
+                for v in (0, 1):
+                    s = statuses.setdefault((cls, names[v]), {})
+                    s[got[v]["ask+qemb"]] = s.get(got[v]["ask+qemb"], 0) + 1
+    finally:
+        for c in conns:
+            c.close()
+        with psycopg.connect(dsn, autocommit=True) as o:
+            load_sql(o, Path(args.new))  # the database keeps the version after
+            for db in (
+                (src, args.copy) if args.functions and args.keep_copy else (src,) if args.functions else ()
+            ):
+                o.execute(psycopg.sql.SQL("ALTER DATABASE {} RESET track_functions").format(ident(db)))
+        if not args.keep_copy:
+            with psycopg.connect(admin_dsn, autocommit=True) as a:
+                a.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident(args.copy)))
+    print(
+        f"{args.label}: {len(qs)} questions x {args.rounds} rounds, paired (before: {src}, "
+        f"after: {args.copy}; the order alternated per question)"
+    )
+    print(
+        "| class | call | before p50 / p95 ms | after p50 / p95 ms | after / before p50 "
+        "| median paired after - before ms | after faster |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for cls in sorted({k[0] for k in ms}):
+        for call in rows:
+            b, a = ms[(cls, call, "before")], ms[(cls, call, "after")]
+            d = diff[(cls, call)]
+            print(
+                f"| {cls} | `{call}` | {statistics.median(b):.2f} / {pct(b, 0.95):.2f} | "
+                f"{statistics.median(a):.2f} / {pct(a, 0.95):.2f} | "
+                f"{statistics.median(a) / statistics.median(b):.3f} | {statistics.median(d):+.2f} | "
+                f"{sum(x < 0 for x in d) / len(d):.0%} |"
+            )
+    for (cls, n_), s in sorted(statuses.items()):
+        print(f"{args.label} {cls} {n_}: ask+qemb statuses {dict(sorted(s.items()))}")
+    print(f"{args.label}: ask+qemb status differs between the versions in {differ} pairs")
 
 
 if __name__ == "__main__":
