@@ -5,6 +5,7 @@ citation is checked verbatim at its offsets, on the PL/Python path and on the co
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -975,3 +976,71 @@ def test_typo_question_overlap_reads_the_corrected_words(conn):
     assert_verbatim(conn, a)
     assert a["citations"][0]["quote"] == "Zorbles are kept in the blue vault.", a["answer"]
     assert not any(c["quote"].startswith("Glimmets") for c in a["citations"])
+
+
+# Issue #10, session 10: chunks below the passages are scored only when their spans may beat the passages'.
+def dev_questions():
+    path = Path(__file__).resolve().parent.parent / "eval" / "pgdocs-dev.jsonl"
+    return [json.loads(x)["question"] for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_span_score_bounds_are_never_below_the_scores(conn, db):
+    """PL/Python path: rag._answer skips a chunk below the passages when rag._may_score_at_least says none of
+    its spans can reach the passages' best + lower_margin, so the bound must hold everywhere: for every
+    question of the dev set asked of the tiny corpus, every span of 20 characters or more of every chunk
+    scores at most its bound (rag._span_score_bounds, one per such span), each chunk is kept at its own best
+    score, and a chunk whose bound is clearly under the threshold is skipped (the bound is not everything,
+    it saves work)."""
+    ids = [r[0] for r in conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'tiny' ORDER BY 1")]
+    assert len(ids) >= 10
+    skipped = 0
+    for q in dev_questions():
+        qemb = conn.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0]
+        weights = conn.execute("SELECT rag._question_term_weights(%s, %s)", (q, ids[0])).fetchone()[0]
+        args = (q, qemb, ids, json.dumps(weights))
+        scored = conn.execute("SELECT rag._sentence_scores(%s, %s::vector, %s, %s)", args).fetchone()[0]
+        bounds = {
+            (r[0], r[1], r[2]): r[3]
+            for r in conn.execute("SELECT * FROM rag._span_score_bounds(%s, %s::vector, %s, %s)", args)
+        }
+        spans = [s for s in scored if s["end"] - s["start"] >= 20]
+        assert sorted(bounds) == sorted((s["chunk_id"], s["start"], s["end"]) for s in spans), q
+        for s in spans:
+            assert s["score"] <= bounds[(s["chunk_id"], s["start"], s["end"])] + 1e-6, (q, s)
+        for chunk in ids:
+            best = max(s["score"] for s in spans if s["chunk_id"] == chunk)
+            bound = max(b for k, b in bounds.items() if k[0] == chunk)
+            may = "SELECT rag._may_score_at_least(%s, %s::vector, %s, %s, %s)"
+            assert conn.execute(may, (*args[:2], [chunk], args[3], best)).fetchone()[0] == [chunk]
+            assert conn.execute(may, (*args[:2], [chunk], args[3], bound + 0.002)).fetchone()[0] == []
+        # at the passages' best + lower_margin, as rag._answer asks: some chunks are skipped
+        passages_best = max(s["score"] for s in spans if s["chunk_id"] in ids[:3])
+        kept = conn.execute(
+            "SELECT rag._may_score_at_least(%s, %s::vector, %s, %s, %s)",
+            (*args[:2], ids[3:], args[3], passages_best + 0.065),
+        ).fetchone()[0]
+        assert kept == [i for i in ids[3:] if i in kept]  # in the order given
+        skipped += len(ids) - 3 - len(kept)
+    assert skipped > 0
+
+
+def test_an_ask_scores_no_lower_chunk_that_cannot_compete(conn, widgets):
+    """PL/Python path: asked what its first passage answers, rag.ask bounds the chunks ranked below the
+    passages (rag._may_score_at_least, once) and scores none of them in full: rag._sentence_scores runs for
+    the passages (and their section's other chunks, if any) only; before, a third call scored every lower
+    chunk."""
+    conn.execute("SET track_functions = 'all'")
+    question = "How do I create a widget index?"
+    a = ask(conn, question)
+    assert_verbatim(conn, a)
+    assert "lower_chunks" not in a["evidence"]
+    assert len(a["evidence"]["chunks"]) == 5  # chunks ranked below the three passages: lower candidates
+    passages = [c["chunk_id"] for c in a["evidence"]["chunks"][:3]]
+    reach = conn.execute("SELECT rag._section_chunks(%s, %s, 8)", (TENANT, passages)).fetchone()[0]
+    calls = dict(
+        conn.execute(
+            "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'rag' "
+            "AND funcname IN ('_sentence_scores', '_may_score_at_least')"
+        ).fetchall()
+    )
+    assert calls == {"_may_score_at_least": 1, "_sentence_scores": 1 + (len(reach) > 0)}
