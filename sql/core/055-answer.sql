@@ -273,11 +273,46 @@ BEGIN
         WHERE (s ->> 'end')::integer - (s ->> 'start')::integer >= 20;
     END IF;
 
+    -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
+    -- of the question's words in the top passages, similarity of the best sentence), so one weak signal
+    -- cannot be outvoted by the others. Names the passages lack can only lower it: by the fourth root of
+    -- the share found, floored at 0.25, so a question whose one name is missing keeps 0.71 of its score
+    -- (a user's own column name is a name the corpus cannot know). The score must reach min_score.
+    SELECT round((exp(avg(ln(greatest(x.v, 1e-6))))
+        * pg_catalog.power(greatest(coalesce(names_found, 1), 0.25), 0.25))::numeric, 6)::float8
+    INTO gate_score
+    FROM (VALUES (coalesce(best_sim, 0)), (coverage), (best_sentence)) AS x (v)
+    WHERE x.v IS NOT NULL;
+    -- NaN (a chunk stored with a zero vector before 0.3.0) sorts above every number in PostgreSQL: it fails.
+    IF gate_score IS NULL OR gate_score = 'NaN'::float8 OR gate_score < (thresholds ->> 'min_score')::float8 THEN
+        failed := failed || 'score'::text;
+    END IF;
+    gate := pg_catalog.jsonb_build_object(
+        'signals', pg_catalog.jsonb_build_object(
+            'score', gate_score, 'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
+            'sentence', round(best_sentence::numeric, 6), 'names', round(names_found::numeric, 6)),
+        'thresholds', thresholds, 'failed', pg_catalog.to_jsonb(failed), 'passed', failed = '{}',
+        'corrected_question', corrected, 'words', covered -> 'words', 'foreign', pg_catalog.to_jsonb(foreign_names));
+    evidence := pg_catalog.jsonb_build_object(
+        'chunks', ranked, 'gate', gate, 'complete', n_visible >= p_k, 'visible_chunks', n_visible,
+        'fingerprint', fingerprint,
+        'sentence_scoring', CASE WHEN best_sentence IS NULL THEN 'lexical' ELSE 'minilm' END);
+    chunk_ids := coalesce(ids, '{}');
+
+    IF failed <> '{}' THEN
+        status := 'abstained';
+        reason := 'no_relevant_sources';
+        citations := '[]';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+
     -- Section reach: the other chunks of the passages' sections (rag._section_chunks), their spans scored the
     -- same way, lowered by weights.section and ranked as their passage, are candidates for quotes too (not for
     -- the gate). A chunk quoted that way is listed in evidence.section_chunks and in chunk_ids. Only with MiniLM
     -- scores from stored sentences: weights.section is a cosine margin, meaningless next to ts_rank's scores,
-    -- and embedding a section's chunks at ask time would cost more than the answer.
+    -- and embedding a section's chunks at ask time would cost more than the answer. Section and lower chunks
+    -- (below) compete for quotes, never for the gate: read once the gate has passed (an abstention needs neither).
     IF best_sentence IS NOT NULL THEN
         reach := rag._section_chunks(p_tenant, ids[1:n_passages], (rag._quote_weights() ->> 'reach')::integer);
     END IF;
@@ -357,40 +392,6 @@ BEGIN
         INNER JOIN pg_catalog.jsonb_array_elements(lower_kept) AS k ON k ->> 'chunk_id' = s ->> 'chunk_id';
         lower_ids := ARRAY(SELECT (k ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(lower_kept) AS k
             ORDER BY (k ->> 'rank')::integer);
-    END IF;
-
-    -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
-    -- of the question's words in the top passages, similarity of the best sentence), so one weak signal
-    -- cannot be outvoted by the others. Names the passages lack can only lower it: by the fourth root of
-    -- the share found, floored at 0.25, so a question whose one name is missing keeps 0.71 of its score
-    -- (a user's own column name is a name the corpus cannot know). The score must reach min_score.
-    SELECT round((exp(avg(ln(greatest(x.v, 1e-6))))
-        * pg_catalog.power(greatest(coalesce(names_found, 1), 0.25), 0.25))::numeric, 6)::float8
-    INTO gate_score
-    FROM (VALUES (coalesce(best_sim, 0)), (coverage), (best_sentence)) AS x (v)
-    WHERE x.v IS NOT NULL;
-    -- NaN (a chunk stored with a zero vector before 0.3.0) sorts above every number in PostgreSQL: it fails.
-    IF gate_score IS NULL OR gate_score = 'NaN'::float8 OR gate_score < (thresholds ->> 'min_score')::float8 THEN
-        failed := failed || 'score'::text;
-    END IF;
-    gate := pg_catalog.jsonb_build_object(
-        'signals', pg_catalog.jsonb_build_object(
-            'score', gate_score, 'similarity', round(best_sim::numeric, 6), 'coverage', round(coverage::numeric, 6),
-            'sentence', round(best_sentence::numeric, 6), 'names', round(names_found::numeric, 6)),
-        'thresholds', thresholds, 'failed', pg_catalog.to_jsonb(failed), 'passed', failed = '{}',
-        'corrected_question', corrected, 'words', covered -> 'words', 'foreign', pg_catalog.to_jsonb(foreign_names));
-    evidence := pg_catalog.jsonb_build_object(
-        'chunks', ranked, 'gate', gate, 'complete', n_visible >= p_k, 'visible_chunks', n_visible,
-        'fingerprint', fingerprint,
-        'sentence_scoring', CASE WHEN best_sentence IS NULL THEN 'lexical' ELSE 'minilm' END);
-    chunk_ids := coalesce(ids, '{}');
-
-    IF failed <> '{}' THEN
-        status := 'abstained';
-        reason := 'no_relevant_sources';
-        citations := '[]';
-        RETURN NEXT;
-        RETURN;
     END IF;
 
     -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.
