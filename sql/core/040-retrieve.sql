@@ -73,16 +73,20 @@ COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
 -- The text embedded for a question: the corrected question if a word was corrected, else the question.
 CREATE OR REPLACE FUNCTION rag._embedding_text(p_question text, p_corrected text)
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE WHEN p_corrected = x.plain THEN p_question ELSE p_corrected END
-    FROM (
-        SELECT coalesce(pg_catalog.string_agg(m.a[1], ' ' ORDER BY m.n), '') AS plain
-        FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY
-            AS m (a, n)
-    ) AS x
+BEGIN
+    RETURN (
+        SELECT CASE WHEN p_corrected = x.plain THEN p_question ELSE p_corrected END
+        FROM (
+            SELECT coalesce(pg_catalog.string_agg(m.a[1], ' ' ORDER BY m.n), '') AS plain
+            FROM pg_catalog.regexp_matches(pg_catalog.lower(p_question), '[[:alnum:]_]+', 'g') WITH ORDINALITY
+                AS m (a, n)
+        ) AS x
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._embedding_text(text, text) IS
 'Internal: the question as it is embedded (typo-corrected when a word was unknown to the tenant''s corpus).';
@@ -91,15 +95,19 @@ COMMENT ON FUNCTION rag._embedding_text(text, text) IS
 -- a query with a negation keeps its AND semantics.
 CREATE OR REPLACE FUNCTION rag._fts_query(p_config regconfig, p_text text)
 RETURNS tsquery
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE
-        WHEN q::text LIKE '%!%' THEN q
-        ELSE pg_catalog.replace(q::text, ' & ', ' | ')::tsquery
-    END
-    FROM pg_catalog.websearch_to_tsquery(p_config, p_text) AS q
+BEGIN
+    RETURN (
+        SELECT CASE
+            WHEN q::text LIKE '%!%' THEN q
+            ELSE pg_catalog.replace(q::text, ' & ', ' | ')::tsquery
+        END
+        FROM pg_catalog.websearch_to_tsquery(p_config, p_text) AS q
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
 'Internal: websearch_to_tsquery with its AND turned into OR, unless the query negates a term.';
@@ -129,13 +137,17 @@ COMMENT ON FUNCTION rag._prepare_question(text, text, integer, public.vector, js
 -- The live chunks of a tenant: one row of rag.tenant_stat, kept by triggers on rag.chunk.
 CREATE OR REPLACE FUNCTION rag._live_chunks(p_tenant text)
 RETURNS bigint
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT coalesce((
-        SELECT s.live_chunks FROM rag.tenant_stat AS s WHERE s.tenant = p_tenant COLLATE "default"
-    ), 0)::bigint
+BEGIN
+    RETURN (
+        SELECT coalesce((
+            SELECT s.live_chunks FROM rag.tenant_stat AS s WHERE s.tenant = p_tenant COLLATE "default"
+        ), 0)::bigint
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._live_chunks(text) IS
 'Internal: how many live chunks a tenant has (rag.tenant_stat).';

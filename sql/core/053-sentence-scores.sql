@@ -117,10 +117,12 @@ COMMENT ON FUNCTION rag._content_terms(text) IS
 -- MiniLM path's overlap), lexeme: as the tenant's configuration has it (the lexical path's share).
 CREATE OR REPLACE FUNCTION rag._term_weights(p_tenant text, p_config regconfig, p_text text, p_a float8)
 RETURNS TABLE (term text, lexeme text, weight float8)
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+BEGIN
+    RETURN QUERY
     SELECT w.term, w.lexeme, 1 - p_a + p_a * CASE
         WHEN w.live < 2 OR w.df = 0 THEN 1
         ELSE greatest(ln(w.live::float8 / w.df) / ln(w.live::float8), 0) END
@@ -138,7 +140,8 @@ AS $fn$
             SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
         ) AS l
         WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
-    ) AS w
+    ) AS w;
+END
 $fn$;
 COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
 'Internal: how specific each word of a text is in a tenant (1 - a + a x idf over its live chunks), by content term '

@@ -4,14 +4,18 @@
 -- The gate score combines the evidence signals (see rag._answer), so one threshold suffices.
 CREATE OR REPLACE FUNCTION rag._gate_thresholds(p_tenant rag.tenant, p_params jsonb)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT pg_catalog.jsonb_build_object(
-        'min_score', coalesce((p_tenant.gate ->> 'min_score')::float8, (p_params ->> 'min_score')::float8),
-        'source', CASE WHEN p_tenant.gate ? 'min_score' THEN 'calibrated' ELSE 'setting' END
-    )
+BEGIN
+    RETURN (
+        SELECT pg_catalog.jsonb_build_object(
+            'min_score', coalesce((p_tenant.gate ->> 'min_score')::float8, (p_params ->> 'min_score')::float8),
+            'source', CASE WHEN p_tenant.gate ? 'min_score' THEN 'calibrated' ELSE 'setting' END
+        )
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._gate_thresholds(rag.tenant, jsonb) IS
 'Internal: the gate threshold of a tenant (calibrated, else the setting min_score of p_params).';
@@ -89,44 +93,48 @@ COMMENT ON FUNCTION rag._answer_options(jsonb) IS
 -- [{chunk_id, rank, section_of, next}] (section_of: the passage's chunk_id; next: it follows a passage).
 CREATE OR REPLACE FUNCTION rag._section_chunks(p_tenant text, p_passages bigint[], p_reach integer)
 RETURNS jsonb
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
-        'chunk_id', z.chunk_id, 'rank', z.r, 'section_of', z.passage, 'next', z.next)
-        ORDER BY z.r, z.dist, z.chunk_id), '[]')
-    FROM (
-        SELECT y.*, pg_catalog.row_number() OVER (PARTITION BY y.passage ORDER BY y.dist, y.chunk_id) AS nth
+BEGIN
+    RETURN (
+        SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
+            'chunk_id', z.chunk_id, 'rank', z.r, 'section_of', z.passage, 'next', z.next)
+            ORDER BY z.r, z.dist, z.chunk_id), '[]')
         FROM (
-            SELECT DISTINCT ON (c2.chunk_id) c2.chunk_id, o.r, c1.chunk_id AS passage,
-                abs(c2.chunk_index - c1.chunk_index) AS dist,
-                EXISTS (SELECT FROM rag.chunk AS c3 WHERE c3.chunk_id = ANY (p_passages)
-                    AND c3.document_id = c2.document_id AND c3.chunk_index = c2.chunk_index - 1) AS next
-            FROM pg_catalog.unnest(p_passages) WITH ORDINALITY AS o (id, r)
-            -- each passage by primary key, then its section's chunks: the two LATERAL ... OFFSET 0 keep that order in
-            -- this SQL function's generic plan too, where tenant = $1 is estimated at 0.5 % of the table (pgcite's
-            -- tenant columns have no statistics) and the planner otherwise read all of a small database's chunks
-            -- of the tenant first (2,700 buffers, 2.5-10 ms per ask on the four manual chapters)
-            CROSS JOIN LATERAL (
-                SELECT x.chunk_id, x.document_id, x.doc_key, x.doc_version, x.chunk_index, x.anchor, x.section_path
-                FROM rag.chunk AS x WHERE x.chunk_id = o.id OFFSET 0
-            ) AS c1
-            -- tenant, doc_key, doc_version: the prefix of chunk's unique index (a document version is unique per
-            -- tenant), the tenant in the index's collation (a function's text arguments may arrive in "C")
-            CROSS JOIN LATERAL (
-                SELECT x.chunk_id, x.document_id, x.chunk_index
-                FROM rag.chunk AS x
-                WHERE x.tenant = (p_tenant COLLATE "default") AND x.doc_key = c1.doc_key
-                    AND x.doc_version = c1.doc_version AND x.document_id = c1.document_id
-                    AND x.anchor IS NOT DISTINCT FROM c1.anchor AND x.section_path = c1.section_path
-                    AND x.retired_at IS NULL AND NOT x.chunk_id = ANY (p_passages)
-                OFFSET 0
-            ) AS c2
-            ORDER BY c2.chunk_id, o.r
-        ) AS y
-    ) AS z
-    WHERE z.nth <= p_reach
+            SELECT y.*, pg_catalog.row_number() OVER (PARTITION BY y.passage ORDER BY y.dist, y.chunk_id) AS nth
+            FROM (
+                SELECT DISTINCT ON (c2.chunk_id) c2.chunk_id, o.r, c1.chunk_id AS passage,
+                    abs(c2.chunk_index - c1.chunk_index) AS dist,
+                    EXISTS (SELECT FROM rag.chunk AS c3 WHERE c3.chunk_id = ANY (p_passages)
+                        AND c3.document_id = c2.document_id AND c3.chunk_index = c2.chunk_index - 1) AS next
+                FROM pg_catalog.unnest(p_passages) WITH ORDINALITY AS o (id, r)
+                -- each passage by primary key, then its section's chunks: the two LATERAL ... OFFSET 0 keep that
+                -- order in the generic plan PL/pgSQL caches too, where tenant = $1 is estimated at 0.5 % of the table
+                -- (pgcite's tenant columns have no statistics) and the planner otherwise read all of a small
+                -- database's chunks of the tenant first (2,700 buffers, 2.5-10 ms per ask on the four manual chapters)
+                CROSS JOIN LATERAL (
+                    SELECT x.chunk_id, x.document_id, x.doc_key, x.doc_version, x.chunk_index, x.anchor, x.section_path
+                    FROM rag.chunk AS x WHERE x.chunk_id = o.id OFFSET 0
+                ) AS c1
+                -- tenant, doc_key, doc_version: the prefix of chunk's unique index (a document version is unique per
+                -- tenant), the tenant in the index's collation (a function's text arguments may arrive in "C")
+                CROSS JOIN LATERAL (
+                    SELECT x.chunk_id, x.document_id, x.chunk_index
+                    FROM rag.chunk AS x
+                    WHERE x.tenant = (p_tenant COLLATE "default") AND x.doc_key = c1.doc_key
+                        AND x.doc_version = c1.doc_version AND x.document_id = c1.document_id
+                        AND x.anchor IS NOT DISTINCT FROM c1.anchor AND x.section_path = c1.section_path
+                        AND x.retired_at IS NULL AND NOT x.chunk_id = ANY (p_passages)
+                    OFFSET 0
+                ) AS c2
+                ORDER BY c2.chunk_id, o.r
+            ) AS y
+        ) AS z
+        WHERE z.nth <= p_reach
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._section_chunks(text, bigint[], integer) IS
 'Internal: the other chunks of the passages'' sections, nearest first, ranked as their passage, for quotes '
