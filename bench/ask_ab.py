@@ -182,6 +182,10 @@ def main() -> None:
         print(f"{args.label} {cls} {n}: ask+qemb statuses {dict(sorted(s.items()))}")
 
 
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.3f}" if b else "–"
+
+
 def calls_of(k_retrieve: int, no_embed: bool) -> list[tuple[str, str, bool]]:
     calls = [
         ("retrieve", f"SELECT count(*) FROM rag.retrieve(%s, %s, {k_retrieve}, %s::vector)", True),
@@ -198,6 +202,8 @@ FUNCTIONS = {
     "quote choice (rag._choose_quotes)": ("_choose_quotes",),
     "span scores, all calls (rag._sentence_scores)": ("_sentence_scores",),
     "lower chunks' bound (rag._may_score_at_least)": ("_may_score_at_least",),
+    "coverage (rag._coverage)": ("_coverage",),
+    "section chunks (rag._section_chunks)": ("_section_chunks",),
     "whole rag._answer": ("_answer",),
 }
 
@@ -209,18 +215,17 @@ def timed_calls(
     for call, sql, with_qemb in calls:
         params = (question, tenant, qemb) if with_qemb else (question, tenant)
         if functions and call == "ask+qemb":
+            # the pending function counters of the backend are read before and after the ask in one
+            # transaction (they are flushed only between transactions, so they may hold earlier asks too)
+            stats = "SELECT funcname, total_time FROM pg_stat_xact_user_functions WHERE schemaname = 'rag'"
             with c.transaction():
+                before = dict(c.execute(stats).fetchall())
                 t0 = time.perf_counter()
                 got[call] = c.execute(sql, params).fetchone()[0]
                 got[call + " ms"] = (time.perf_counter() - t0) * 1000
-                times = dict(
-                    c.execute(
-                        "SELECT funcname, total_time FROM pg_stat_xact_user_functions "
-                        "WHERE schemaname = 'rag'"
-                    ).fetchall()
-                )
+                after = dict(c.execute(stats).fetchall())
             for name, funcs in FUNCTIONS.items():
-                got[name + " ms"] = sum(times.get(f, 0.0) for f in funcs)
+                got[name + " ms"] = sum(after.get(f, 0.0) - before.get(f, 0.0) for f in funcs)
             continue
         t0 = time.perf_counter()
         got[call] = c.execute(sql, params).fetchone()[0]
@@ -307,7 +312,7 @@ def paired(args: argparse.Namespace, dsn: str, qs: list[tuple], k_retrieve: int)
             print(
                 f"| {cls} | `{call}` | {statistics.median(b):.2f} / {pct(b, 0.95):.2f} | "
                 f"{statistics.median(a):.2f} / {pct(a, 0.95):.2f} | "
-                f"{statistics.median(a) / statistics.median(b):.3f} | {statistics.median(d):+.2f} | "
+                f"{ratio(statistics.median(a), statistics.median(b))} | {statistics.median(d):+.2f} | "
                 f"{sum(x < 0 for x in d) / len(d):.0%} |"
             )
     for (cls, n_), s in sorted(statuses.items()):
