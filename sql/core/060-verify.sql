@@ -11,10 +11,11 @@ IMMUTABLE
 STRICT
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE WHEN pg_catalog.length(q.t) <= 4000 THEN pg_catalog.regexp_replace(
-        pg_catalog.regexp_replace(q.t, '([.^$*+?()\[\]{}|\\-])', '\\\1', 'g'), '\s+', '\\s+', 'g') END
-    -- E'\x0B' is vertical tab (E'\v' is the letter v in PostgreSQL: it cut a quote's leading or trailing v)
-    FROM (SELECT pg_catalog.btrim(quote, E' \t\n\r\f\x0B') AS t) AS q
+    -- E'\x0B' is vertical tab (E'\v' is the letter v in PostgreSQL: it cut a quote's leading or trailing v);
+    -- one expression, so that the planner inlines it
+    SELECT CASE WHEN pg_catalog.length(pg_catalog.btrim(quote, E' \t\n\r\f\x0B')) <= 4000 THEN
+        pg_catalog.regexp_replace(pg_catalog.regexp_replace(pg_catalog.btrim(quote, E' \t\n\r\f\x0B'),
+            '([.^$*+?()\[\]{}|\\-])', '\\\1', 'g'), '\s+', '\\s+', 'g') END
 $fn$;
 COMMENT ON FUNCTION rag._quote_pattern(text) IS
 'Internal: a regular expression that finds a quote in a text whatever its white space; NULL for a quote over '
@@ -29,7 +30,8 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     checked jsonb;
-    kept integer [];
+    marks jsonb;
+    kept jsonb;
     removed bigint;
     out_answer text := verify.answer_text;
 BEGIN
@@ -40,6 +42,13 @@ BEGIN
             HINT = 'Each element: {"n": 1, "chunk_id": 123, "quote": "..."}.';
     END IF;
 
+    -- The numbers of the answer's markers [n] as the keys of a JSON object (each lookup a binary search, whatever
+    -- the plan; n as the citations write it, no leading zero), and those of the verified citations likewise.
+    SELECT coalesce(pg_catalog.jsonb_object_agg(m.a[1], true), '{}')
+    INTO marks
+    FROM pg_catalog.regexp_matches(coalesce(out_answer, ''), '\[([0-9]{1,6})\]', 'g') AS m (a)
+    WHERE m.a[1] = m.a[1]::integer::text;
+
     WITH given AS (
         SELECT e.o, e.c,
             CASE WHEN e.c ->> 'n' ~ '^[0-9]{1,6}$' THEN (e.c ->> 'n')::integer END AS n,
@@ -47,7 +56,9 @@ BEGIN
             e.c ->> 'quote' AS quote
         FROM pg_catalog.jsonb_array_elements(coalesce(verify.cited, '[]')) WITH ORDINALITY AS e (c, o)
     ),
-    located AS (
+    -- MATERIALIZED: each quote is looked up once (inlined, strpos and the regular expressions ran again for
+    -- every reference to s and e: up to five times per quote)
+    located AS MATERIALIZED (
         SELECT g.o, g.n, g.chunk_id, ch.content, ch.doc_key, ch.doc_version, ch.chunk_index, ch.anchor,
             ch.title, d.source_url,
             -- a quote that occurs exactly (every extractive quote) is found by strpos; only one whose white
@@ -65,12 +76,6 @@ BEGIN
             FROM (SELECT nullif(pg_catalog.btrim(g.quote, E' \t\n\r\f\x0B'), '') AS q) AS t
         ) AS x
         WHERE g.n IS NOT NULL AND coalesce(pg_catalog.btrim(g.quote), '') <> '' AND ch.chunk_id IS NOT NULL
-    ),
-    -- the numbers of the answer's markers [n], once (n as rag.verify's citations write it: no leading zero)
-    present AS (
-        SELECT DISTINCT m.a[1]::integer AS n
-        FROM pg_catalog.regexp_matches(coalesce(out_answer, ''), '\[([0-9]{1,6})\]', 'g') AS m (a)
-        WHERE m.a[1] = m.a[1]::integer::text
     )
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -79,43 +84,40 @@ BEGIN
             'quote', pg_catalog.substr(l.content, l.s, l.e - l.s), 'quote_start', l.s - 1, 'quote_end', l.e - 1,
             'verified', true
         ) ORDER BY l.n, l.o), '[]'),
-        pg_catalog.array_agg(DISTINCT l.n)
+        pg_catalog.jsonb_object_agg(l.n::text, true)
     INTO checked, kept
     FROM located AS l
-    WHERE l.s > 0 AND l.e > l.s
-        AND EXISTS (SELECT FROM present AS p WHERE p.n = l.n);
+    WHERE l.s > 0 AND l.e > l.s AND marks ? l.n::text;
 
     -- Markers of unknown or unverified sources are removed from the text, with the white space before them, in
-    -- one pass over the text: its pieces between markers (regexp_split_to_table) and its markers
-    -- (regexp_matches, the same matches in the same order) joined again, each marker kept or dropped. A marker
-    -- written with a leading zero ([01]) is left as it is (before 0.8.0 too). Before 0.8.0 each distinct number
-    -- was removed by its own regexp_replace over the whole text: quadratic in the markers (16,000 took 13 s).
-    -- Another pass only when one removed something: removing [2] from [5[2]] leaves [5].
+    -- one pass over the text: its pieces between markers (regexp_split_to_array) and its markers (regexp_matches:
+    -- the same matches in the same order) zipped by ROWS FROM, each marker kept or dropped. A marker written with a
+    -- leading zero ([01]) is left as it is (as before 0.8.0). Before 0.8.0 each distinct number was removed by
+    -- its own regexp_replace over the whole text: quadratic in the markers (16,000 took 13 s). Another pass only
+    -- when one removed something: removing [2] from [5[2]] leaves [5].
+    kept := coalesce(kept, '{}');
     IF out_answer IS NOT NULL THEN
         LOOP
-            WITH k AS (
-                SELECT DISTINCT u.n FROM pg_catalog.unnest(coalesce(kept, '{}')) AS u (n)
-            ),
-            m AS (
-                SELECT x.o, x.a[1] AS marker, x.a[2] AS digits
-                FROM pg_catalog.regexp_matches(out_answer, '(\s*\[([0-9]{1,6})\])', 'g') WITH ORDINALITY AS x (a, o)
-            ),
-            p AS (
-                SELECT y.piece, y.o
-                FROM pg_catalog.regexp_split_to_table(out_answer, '\s*\[[0-9]{1,6}\]') WITH ORDINALITY AS y (piece, o)
-            ),
-            d AS (
-                SELECT p.o, p.piece, m.marker,
-                    m.marker IS NOT NULL AND k.n IS NULL AND m.digits = m.digits::integer::text AS dropped
-                FROM p
-                LEFT JOIN m ON m.o = p.o
-                LEFT JOIN k ON k.n = m.digits::integer
-            )
-            SELECT pg_catalog.string_agg(d.piece || CASE WHEN d.dropped THEN '' ELSE coalesce(d.marker, '') END, ''
-                ORDER BY d.o),
-                pg_catalog.count(*) FILTER (WHERE d.dropped)
+            SELECT pg_catalog.string_agg(z.piece || CASE WHEN z.dropped THEN '' ELSE coalesce(z.marker, '') END, ''
+                ORDER BY z.o),
+                pg_catalog.count(*) FILTER (WHERE z.dropped)
             INTO out_answer, removed
-            FROM d;
+            FROM (
+                SELECT y.o, y.piece, y.marker,
+                    y.digits = y.digits::integer::text AND NOT kept ? y.digits AS dropped
+                FROM (
+                    SELECT u.o, u.piece, u.marker, pg_catalog.substring(u.marker, '([0-9]+)\]$') AS digits
+                    FROM ROWS FROM (
+                        pg_catalog.unnest(pg_catalog.regexp_split_to_array(out_answer, '\s*\[[0-9]{1,6}\]')),
+                        pg_catalog.unnest(ARRAY(
+                            SELECT x.a[1]
+                            FROM pg_catalog.regexp_matches(out_answer, '(\s*\[[0-9]{1,6}\])', 'g')
+                                WITH ORDINALITY AS x (a, o)
+                            ORDER BY x.o
+                        ))
+                    ) WITH ORDINALITY AS u (piece, marker, o)
+                ) AS y
+            ) AS z;
             EXIT WHEN removed = 0;
         END LOOP;
     END IF;
