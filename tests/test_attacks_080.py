@@ -135,6 +135,19 @@ def test_a_pure_reader_may_run_rag_verify(pg, adb):
         # and with white space that differs from the chunk's (the regular expression path)
         got = verify(c, "x [1]", [{"n": 1, "chunk_id": cid, "quote": quote.replace(" ", "\n  ")}], [cid])
         assert got[2] == "answered" and got[1][0]["quote"] == quote
+    # now that a reader runs it: no oracle on another tenant's chunks (row level security as the reader)
+    with pg.admin(adb) as a:
+        bravo = a.execute(
+            "SELECT chunk_id FROM rag.chunk WHERE content LIKE '%pelican-orange-42%'"
+        ).fetchone()[0]
+    with connect(pg, adb, R["reader"]) as c:
+        cited = [{"n": 1, "chunk_id": bravo, "quote": "pelican-orange-42"}]
+        assert verify(c, "It is pelican-orange-42 [1]", cited, [bravo]) == (
+            None,
+            [],
+            "abstained",
+            "no_verifiable_quote",
+        )
 
 
 CALLS = re.compile(r"\brag\.(_[a-z0-9_]+)\s*\(", re.I)
