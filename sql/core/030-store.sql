@@ -62,7 +62,7 @@ BEGIN
             MESSAGE = 'doc_key must not be NULL or empty',
             HINT = 'Give every document a stable key, such as its path or URL.';
     END IF;
-    IF p_body IS NULL OR pg_catalog.btrim(p_body, E' \t\n\r\f\v') = '' THEN
+    IF p_body IS NULL OR pg_catalog.btrim(p_body, E' \t\n\r\f\x0B') = '' THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = pg_catalog.format('document "%s" is empty', p_doc_key),

@@ -21,7 +21,7 @@ BEGIN
                 pg_catalog.length(question)),
             HINT = 'Ask a shorter question: retrieval works on the gist, not on whole documents.';
     END IF;
-    RETURN question IS NOT NULL AND pg_catalog.btrim(question, E' \t\n\r\f\v') <> '';
+    RETURN question IS NOT NULL AND pg_catalog.btrim(question, E' \t\n\r\f\x0B') <> '';
 END
 $fn$;
 COMMENT ON FUNCTION rag._check_question(text, integer) IS
@@ -52,7 +52,8 @@ BEGIN
             RAISE EXCEPTION USING
                 ERRCODE = 'invalid_parameter_value',
                 MESSAGE = 'query_embedding must be a non-zero vector of finite numbers',
-                HINT = 'Embed the question with all-MiniLM-L6-v2, or pass NULL to embed it in the database.';
+                HINT = 'Embed the question with all-MiniLM-L6-v2 (384 dimensions), or pass NULL to embed it in '
+                    || 'the database.';
         END IF;
         RETURN query_embedding;
     END IF;

@@ -180,56 +180,106 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     l rag.ask_log;
-    h rag.log_head;
+    r record;
+    head_found boolean;
+    head_seq bigint;
+    head_hash bytea;
+    bad_unsealed bigint;
+    first_unsealed bigint;
     prev bytea;
-    expected_seq bigint := 1;
+    expected_seq bigint;
+    walked boolean;
+    tries integer := 0;
 BEGIN
     PERFORM rag._authorize(p_caller, p_tenant, 'read');
     PERFORM rag._seal_log(p_tenant);
-    checked := 0;
-    FOR l IN SELECT * FROM rag.ask_log AS a WHERE a.tenant = p_tenant AND a.seq IS NOT NULL ORDER BY a.seq LOOP
-        IF l.seq <> expected_seq THEN
-            problem := pg_catalog.format('entry seq %s missing', expected_seq);
-        ELSIF l.prev_hash IS DISTINCT FROM prev THEN
-            problem := 'prev_hash does not match the previous entry';
-        ELSIF l.entry_hash IS NOT NULL
-            AND l.entry_hash <> pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(l), 'UTF8')) THEN
-            problem := 'entry_hash does not match the entry''s content';
-        ELSIF l.row_hash IS DISTINCT FROM rag._log_row_hash(l) THEN
-            problem := 'row_hash does not match the entry''s content';
-        END IF;
-        IF problem IS NOT NULL THEN
-            ok := false;
-            first_bad_ask_id := l.ask_id;
-            RETURN NEXT;
-            RETURN;
-        END IF;
-        prev := l.row_hash;
-        expected_seq := expected_seq + 1;
-        checked := checked + 1;
+    -- The walk, the head and the unsealed entries are read in one statement, so in one snapshot: read by later
+    -- statements (before 0.8.0), an entry that another member's rag.ask sealed and committed during the walk
+    -- put the head ahead of the walk, "entries were removed" (when this call's own sealing found the head
+    -- locked by that ask). The head and the unsealed entries are the query's InitPlans (uncorrelated scalar
+    -- subqueries: evaluated once, in the query's snapshot).
+    <<attempt>>
+    LOOP
+        tries := tries + 1;
+        checked := 0;
+        problem := NULL;
+        prev := NULL;
+        expected_seq := 1;
+        walked := false;
+        FOR r IN
+            SELECT a AS entry,
+                EXISTS (SELECT FROM rag.log_head AS x WHERE x.tenant = p_tenant) AS head_found,
+                (SELECT x.seq FROM rag.log_head AS x WHERE x.tenant = p_tenant) AS head_seq,
+                (SELECT x.row_hash FROM rag.log_head AS x WHERE x.tenant = p_tenant) AS head_hash,
+                (SELECT pg_catalog.count(*) FROM rag.ask_log AS u WHERE u.tenant = p_tenant AND u.seq IS NULL)
+                    AS unsealed,
+                (SELECT min(u.ask_id) FROM rag.ask_log AS u WHERE u.tenant = p_tenant AND u.seq IS NULL)
+                    AS first_unsealed,
+                (SELECT min(u.ask_id) FROM rag.ask_log AS u WHERE u.tenant = p_tenant AND u.seq IS NULL
+                    AND u.entry_hash IS DISTINCT FROM
+                        pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(u), 'UTF8'))) AS bad_unsealed
+            FROM rag.ask_log AS a WHERE a.tenant = p_tenant AND a.seq IS NOT NULL ORDER BY a.seq
+        LOOP
+            IF NOT walked THEN
+                walked := true;
+                head_found := r.head_found;
+                head_seq := r.head_seq;
+                head_hash := r.head_hash;
+                unsealed := r.unsealed;
+                first_unsealed := r.first_unsealed;
+                bad_unsealed := r.bad_unsealed;
+            END IF;
+            l := r.entry;
+            IF l.seq <> expected_seq THEN
+                problem := pg_catalog.format('entry seq %s missing', expected_seq);
+            ELSIF l.prev_hash IS DISTINCT FROM prev THEN
+                problem := 'prev_hash does not match the previous entry';
+            ELSIF l.entry_hash IS NOT NULL
+                AND l.entry_hash <> pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(l), 'UTF8')) THEN
+                problem := 'entry_hash does not match the entry''s content';
+            ELSIF l.row_hash IS DISTINCT FROM rag._log_row_hash(l) THEN
+                problem := 'row_hash does not match the entry''s content';
+            END IF;
+            IF problem IS NOT NULL THEN
+                ok := false;
+                first_bad_ask_id := l.ask_id;
+                unsealed := r.unsealed;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            prev := l.row_hash;
+            expected_seq := expected_seq + 1;
+            checked := checked + 1;
+        END LOOP;
+        EXIT attempt WHEN walked;
+        -- no sealed entry: the head and the unsealed entries in one snapshot, with the sealed ones counted in
+        -- it; when some were sealed since the walk's snapshot (a first ask of the tenant), walk again
+        SELECT EXISTS (SELECT FROM rag.log_head AS x WHERE x.tenant = p_tenant),
+            (SELECT x.seq FROM rag.log_head AS x WHERE x.tenant = p_tenant),
+            (SELECT x.row_hash FROM rag.log_head AS x WHERE x.tenant = p_tenant),
+            (SELECT pg_catalog.count(*) FROM rag.ask_log AS u WHERE u.tenant = p_tenant AND u.seq IS NULL),
+            (SELECT min(u.ask_id) FROM rag.ask_log AS u WHERE u.tenant = p_tenant AND u.seq IS NULL),
+            (SELECT min(u.ask_id) FROM rag.ask_log AS u WHERE u.tenant = p_tenant AND u.seq IS NULL
+                AND u.entry_hash IS DISTINCT FROM
+                    pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(u), 'UTF8'))),
+            EXISTS (SELECT FROM rag.ask_log AS a WHERE a.tenant = p_tenant AND a.seq IS NOT NULL)
+        INTO head_found, head_seq, head_hash, unsealed, first_unsealed, bad_unsealed, walked;
+        EXIT attempt WHEN NOT walked OR tries >= 3;
     END LOOP;
     -- the head, kept outside the log: deleting the log's last entries (or all of them) leaves it ahead
-    SELECT * INTO h FROM rag.log_head AS x WHERE x.tenant = p_tenant;
-    IF NOT found AND checked > 0 THEN
+    IF NOT head_found AND checked > 0 THEN
         problem := 'the log head of this tenant is missing';
-    ELSIF found AND h.seq <> checked THEN
+    ELSIF head_found AND head_seq <> checked THEN
         problem := pg_catalog.format('the log head is at seq %s but the log ends at seq %s: entries were removed',
-            h.seq, checked);
-    ELSIF found AND h.row_hash IS DISTINCT FROM prev THEN
+            head_seq, checked);
+    ELSIF head_found AND head_hash IS DISTINCT FROM prev THEN
         problem := 'the last entry''s row_hash differs from the log head';
     END IF;
     -- entries not yet chained must still match their own hash
-    SELECT min(a.ask_id), count(*) INTO first_bad_ask_id, unsealed FROM rag.ask_log AS a
-    WHERE a.tenant = p_tenant AND a.seq IS NULL;
-    IF problem IS NULL AND first_bad_ask_id IS NOT NULL THEN
-        SELECT min(a.ask_id) INTO first_bad_ask_id FROM rag.ask_log AS a
-        WHERE a.tenant = p_tenant AND a.seq IS NULL
-            AND a.entry_hash IS DISTINCT FROM pg_catalog.sha256(pg_catalog.convert_to(rag._log_entry_text(a), 'UTF8'));
-        IF first_bad_ask_id IS NOT NULL THEN
-            problem := 'an unsealed entry''s entry_hash does not match its content';
-        END IF;
-    ELSE
-        first_bad_ask_id := NULL;
+    first_bad_ask_id := NULL;
+    IF problem IS NULL AND first_unsealed IS NOT NULL AND bad_unsealed IS NOT NULL THEN
+        first_bad_ask_id := bad_unsealed;
+        problem := 'an unsealed entry''s entry_hash does not match its content';
     END IF;
     ok := problem IS NULL;
     RETURN NEXT;

@@ -175,6 +175,7 @@ DECLARE
     max_unanswerable float8;
     chosen jsonb;
     decided jsonb;
+    qemb public.vector;
 BEGIN
     IF _calibrate.questions IS NULL OR pg_catalog.jsonb_typeof(_calibrate.questions) <> 'array' THEN
         RAISE EXCEPTION USING
@@ -214,6 +215,44 @@ BEGIN
             HINT = 'Pass the 384 numbers of the question''s all-MiniLM-L6-v2 embedding, or leave the key out '
                 || 'to embed the question in the database.';
     END IF;
+    -- every supplied embedding, id and question is checked before the first question runs (security round 9:
+    -- a bad embedding of the last question failed only when that question ran, a number out of single
+    -- precision with 22003; an id or a question of any length was taken)
+    FOR q IN SELECT e FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e LOOP
+        i := i + 1;
+        IF pg_catalog.length(q ->> 'id') > 200 THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'invalid_parameter_value',
+                MESSAGE = pg_catalog.format('question %s: "id" is %s characters, over the limit of 200', i,
+                    pg_catalog.length(q ->> 'id'));
+        END IF;
+        IF pg_catalog.length(q ->> 'question') > 4000 THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'program_limit_exceeded',
+                MESSAGE = pg_catalog.format('question %s is %s characters, over the limit of 4000', i,
+                    pg_catalog.length(q ->> 'question')),
+                HINT = 'The limit of rag.ask: retrieval works on the gist, not on whole documents.';
+        END IF;
+        IF pg_catalog.jsonb_typeof(q -> 'query_embedding') = 'array' THEN
+            BEGIN
+                qemb := (q -> 'query_embedding')::text::public.vector;
+            EXCEPTION WHEN data_exception THEN
+                qemb := NULL;
+            END;
+            IF qemb IS NULL OR public.vector_dims(qemb) <> 384 THEN
+                RAISE EXCEPTION USING
+                    ERRCODE = 'invalid_parameter_value',
+                    MESSAGE = pg_catalog.format('question %s: "query_embedding" must be 384 numbers of single '
+                        'precision, not %s numbers%s', i, pg_catalog.jsonb_array_length(q -> 'query_embedding'),
+                        CASE WHEN qemb IS NULL THEN ' some out of its range' ELSE '' END),
+                    HINT = 'Pass the 384 numbers of the question''s all-MiniLM-L6-v2 embedding, or leave the key '
+                        || 'out to embed the question in the database.';
+            END IF;
+            -- a direction, as rag.ask checks it (22023 with its hint)
+            PERFORM rag._query_embedding(NULL, NULL, qemb);
+        END IF;
+    END LOOP;
+    i := 0;
     -- "expect" is read after the questions ran: its shape is checked first (security round 8)
     IF EXISTS (
         SELECT FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e

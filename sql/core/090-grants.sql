@@ -46,7 +46,8 @@ BEGIN
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
         ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats', '_correct_question',
             '_common_words', '_real_words', '_foreign_names', '_word_forms', '_embed_texts', '_parse', '_split_sentences',
-            '_sentence_vectors', '_support_similarity') THEN
+            '_sentence_vectors', '_support_similarity', '_answer', '_sentence_scores', '_prepare_question',
+            '_generate', '_generation_step', '_enforce_reply', '_recheck_generation', '_support_scores') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
             -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
@@ -55,14 +56,18 @@ BEGIN
             -- pgcite_python's PL/Python functions that take texts or arrays: PL/Python converts its arguments
             -- before the first line runs, so tenant roles reach them only through a SECURITY DEFINER function
             -- that checks the sizes first (rag._embed_checked, rag._parsed, rag._sentence_spans) or from
-            -- inside pgcite's own SECURITY DEFINER functions (sentences and support at ask time)
+            -- inside pgcite's own SECURITY DEFINER functions (sentences and support at ask time); and what calls
+            -- those, only ever from a SECURITY DEFINER function (answering, preparing a question, generating):
+            -- granted to a role, it would fail for that role with 42501 anyway (security round 9: every function a
+            -- role may execute calls only internals it may execute, tests/test_attacks_080.py)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
-            -- readers: what row level security and rag.embed run as the reader;
+            -- readers: what row level security, rag.embed and rag.verify run as the reader (rag.verify called
+            -- rag._quote_pattern, granted to writers only: 42501 for every pure reader from 0.6.0 to 0.7.0);
             -- writers: what rag.ingest runs as the writer (parsing, chunking: CPU in proportion to input)
             grantee := CASE
                 WHEN f.proname IN ('_my_tenants', '_config_text', '_settings_catalog', '_params',
-                    '_python_init', '_check_question') THEN 'pgcite_reader'
+                    '_python_init', '_check_question', '_quote_pattern') THEN 'pgcite_reader'
                 ELSE 'pgcite_writer'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, %I', f.sig, grantee);
