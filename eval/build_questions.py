@@ -2077,7 +2077,9 @@ def main():
     start = len(OFFTOPIC) + 1
     offtopic_calibration = [
         record(f"off-{i:03d}", O, text, [], "calibration")
-        for i, text in enumerate(OFFTOPIC_CALIBRATION + OFFTOPIC_CALIBRATION_2 + OFFTOPIC_CALIBRATION_3, start=start)
+        for i, text in enumerate(
+            OFFTOPIC_CALIBRATION + OFFTOPIC_CALIBRATION_2 + OFFTOPIC_CALIBRATION_3, start=start
+        )
     ]
     write(os.path.join(HERE, "offtopic.jsonl"), assign_splits(offtopic) + offtopic_calibration)
 
