@@ -383,7 +383,7 @@ Dust is removed from a gadget with a soft dry brush.
 def test_howto_action_meets_its_inflections(conn, gadgets):
     """A how-do-I question's verb ("remove") gets weights.action (0.2) for the span that holds it in any
     inflection ("is removed"): enough to win over a span of the better-ranked passage scored a little higher.
-    A question whose verb no span holds, or one with a generic verb, keeps the better-ranked passage's span."""
+    A question whose verb no span holds, or one with a generic verb, keeps the better passage's span."""
     conn.execute("SELECT * FROM rag.ingest('gadgets', 'dust.md', %s, 'markdown')", (DUST,))
     action = "SELECT rag._question_action(%s)"
     for q, forms in [
