@@ -10,7 +10,8 @@ of this file (chapter by chapter: idx, fts, mnt, bak; for out_of_corpus the
 hard negatives first, then the easy ones) and alternately assigned
 calibration, test, calibration, ...  So each kind alternates within each
 chapter and is split about half/half overall.  tiny.jsonl is all "test".
-DEV_CALIBRATION and OFFTOPIC_CALIBRATION (session 7) and OFFTOPIC_CALIBRATION_2 (session 8) are appended
+DEV_CALIBRATION and OFFTOPIC_CALIBRATION (session 7), OFFTOPIC_CALIBRATION_2 (session 8) and
+OFFTOPIC_CALIBRATION_3 (session 10) are appended
 after them, all "calibration": the test split stays the one earlier rounds scored.
 """
 
@@ -1995,6 +1996,53 @@ OFFTOPIC_CALIBRATION_2 = [
 ]
 
 
+# Session 10 (issue #11, round 7): 40 more short generic questions and other software's FAQs that the PostgreSQL
+# manual cannot answer, written before pgcite was run on any of them. All in the calibration split (not
+# alternated), so the test split stays the one earlier rounds scored.
+OFFTOPIC_CALIBRATION_3 = [
+    "How do I reset my router?",
+    "What is a closure in JavaScript?",
+    "How do I update my graphics driver?",
+    "What is a mutex?",
+    "How do I format a USB stick?",
+    "What is big O notation?",
+    "How do I take a screenshot?",
+    "What is a singleton?",
+    "How do I connect to a Wi-Fi network?",
+    "What is a monad?",
+    "How do I rotate a PDF page?",
+    "What is inheritance?",
+    "How do I install a package with pip?",
+    "What is a promise in JavaScript?",
+    "How do I uninstall an app on my phone?",
+    "What is a tuple?",
+    "How do I convert a video to MP4?",
+    "What is a linked list?",
+    "How do I find my IP address?",
+    "What is a decorator in Python?",
+    "How do I back up my iPhone?",
+    "What is a virtual machine?",
+    "How do I speed up my laptop?",
+    "What is a regular expression?",
+    "How do I add a printer?",
+    "What is a generic type?",
+    "How do I merge cells in Excel?",
+    "What is polymorphism?",
+    "How do I stop a program that is not responding?",
+    "What is a namespace?",
+    "How do I block a phone number?",
+    "What is garbage collection in Java?",
+    "How do I share my screen in Zoom?",
+    "What is a microservice?",
+    "How do I clear my browser history?",
+    "What is a token?",
+    "How do I set an alarm?",
+    "What is a container image?",
+    "How do I update all packages with Homebrew?",
+    "What is a race condition?",
+]
+
+
 def record(qid, kind, question, expect, split):
     r = {"id": qid, "question": question, "expect": expect, "kind": kind, "split": split}
     if qid in ANSWER_HAS:
@@ -2029,7 +2077,9 @@ def main():
     start = len(OFFTOPIC) + 1
     offtopic_calibration = [
         record(f"off-{i:03d}", O, text, [], "calibration")
-        for i, text in enumerate(OFFTOPIC_CALIBRATION + OFFTOPIC_CALIBRATION_2, start=start)
+        for i, text in enumerate(
+            OFFTOPIC_CALIBRATION + OFFTOPIC_CALIBRATION_2 + OFFTOPIC_CALIBRATION_3, start=start
+        )
     ]
     write(os.path.join(HERE, "offtopic.jsonl"), assign_splits(offtopic) + offtopic_calibration)
 

@@ -371,6 +371,53 @@ def test_which_question_prefers_the_span_naming_what_it_asks_for(conn, gadgets):
     assert choose(conn, "How are gadgets sold?", scores, order, max_quotes=1)[0].startswith("Gadget polish")
 
 
+DUST = """# Dusty gadgets
+
+Dust settles on a gadget that stands on a shelf for a month.
+
+# Brushing gadgets
+
+Dust is removed from a gadget with a soft dry brush.
+"""
+
+
+def test_howto_action_meets_its_inflections(conn, gadgets):
+    """A how-do-I question's verb ("remove") gets weights.action (0.2) for the span that holds it in any
+    inflection ("is removed"): enough to win over a span of the better-ranked passage scored a little higher.
+    A question whose verb no span holds, or one with a generic verb, keeps the better passage's span."""
+    conn.execute("SELECT * FROM rag.ingest('gadgets', 'dust.md', %s, 'markdown')", (DUST,))
+    action = "SELECT rag._question_action(%s)"
+    for q, forms in [
+        ("How do I remove dust from a gadget?", ["remove", "removes", "removed", "removing"]),
+        ("How can I safely copy a table?", ["copy", "copies", "copied", "copying"]),
+        ("How to drop an index?", ["drop", "drops", "dropped", "dropping"]),
+        ("How should I rebuild a GIN index?", ["rebuild", "rebuilds", "rebuilded", "rebuilding", "rebuilt"]),
+        ("How do I apply the changes?", ["apply", "applies", "applied", "applying"]),
+        ("how do we fix a broken archive?", ["fix", "fixes", "fixed", "fixing"]),
+    ]:
+        assert conn.execute(action, (q,)).fetchone()[0] == forms, q
+    for q in (
+        "How do I use pg_dump?",
+        "How do I make a backup?",
+        "What is VACUUM?",
+        "Why is my gadget dull?",
+    ):
+        assert conn.execute(action, (q,)).fetchone()[0] is None, q
+    assert conn.execute("SELECT (rag._quote_weights() ->> 'action')::float8").fetchone()[0] == 0.2
+    scores = {"Dust settles": 0.9, "Dust is removed": 0.88}
+    order = ["Dusty gadgets", "Brushing gadgets"]
+    for q in ("How do I remove dust from a gadget?", "How can I quickly remove the dust of a gadget?"):
+        assert choose(conn, q, scores, order, max_quotes=1) == [
+            "Dust is removed from a gadget with a soft dry brush."
+        ], q
+    for q in (
+        "How do I clean dust off a gadget?",
+        "How do I get the dust off a gadget?",
+        "Where does dust settle?",
+    ):
+        assert choose(conn, q, scores, order, max_quotes=1)[0].startswith("Dust settles"), q
+
+
 def test_why_answer_carries_a_reason(conn, gadgets):
     order = ["Gadget polish", "Gadget colours", "Rust", "Polishing a gadget"]
     scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.85, "Gadgets rust because": 0.8}

@@ -8,6 +8,52 @@
 -- from another function (per span, per candidate) was parsed and planned again on every call, ~69 % of quote
 -- choice's time; PL/pgSQL keeps its plans for the session (issue #10, session 10).
 
+-- The action of a how-do-I question ("How do I remove ...?", "How can I safely rebuild ...?", "How to copy ...?"):
+-- its verb, lower case, and the verb's inflections (remove, removes, removed, removing; copy, copies, copied,
+-- copying; drop, drops, dropped, dropping; a few irregular forms), or NULL when the question has no such verb or
+-- the verb is generic (do, make, get, use, have, ...: they say nothing about what a span should do).
+CREATE OR REPLACE FUNCTION rag._question_action(p_question text)
+RETURNS text[]
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    RETURN (
+        SELECT CASE WHEN v.v IS NOT NULL AND v.v <> ALL (ARRAY['do', 'does', 'make', 'get', 'use', 'have', 'be',
+            'go', 'take', 'put', 'see', 'know', 'tell', 'let', 'need', 'want', 'try', 'work', 'deal', 'handle', 'find',
+            'say', 'come', 'give', 'keep', 'look', 'run'])
+            THEN CASE
+                WHEN v.v ~ '[^aeiou]y$' THEN ARRAY[v.v, pg_catalog.left(v.v, -1) || 'ies',
+                    pg_catalog.left(v.v, -1) || 'ied', v.v || 'ing']
+                WHEN v.v ~ 'ee$' THEN ARRAY[v.v, v.v || 's', v.v || 'd', v.v || 'ing']
+                WHEN v.v ~ 'e$' THEN ARRAY[v.v, v.v || 's', v.v || 'd', pg_catalog.left(v.v, -1) || 'ing']
+                WHEN v.v ~ '(s|sh|ch|x|z)$' THEN ARRAY[v.v, v.v || 'es', v.v || 'ed', v.v || 'ing']
+                -- a short verb doubles its last consonant: drop, dropped, dropping
+                WHEN v.v ~ '^[^aeiou]*[aeiou][^aeiouwxy]$' THEN ARRAY[v.v, v.v || 's',
+                    v.v || pg_catalog.right(v.v, 1) || 'ed', v.v || pg_catalog.right(v.v, 1) || 'ing']
+                ELSE ARRAY[v.v, v.v || 's', v.v || 'ed', v.v || 'ing']
+            END
+            -- irregular past forms
+            || CASE v.v WHEN 'rebuild' THEN ARRAY['rebuilt'] WHEN 'build' THEN ARRAY['built']
+                WHEN 'write' THEN ARRAY['wrote', 'written'] WHEN 'choose' THEN ARRAY['chose', 'chosen']
+                WHEN 'begin' THEN ARRAY['began', 'begun'] WHEN 'send' THEN ARRAY['sent'] WHEN 'lose' THEN ARRAY['lost']
+                ELSE '{}'::text [] END
+        END
+        FROM (
+            SELECT pg_catalog.lower((pg_catalog.regexp_match(rag._question_head(p_question),
+                '^(?:how\s+(?:do|can|should|would|could|must|may)\s+(?:i|we|you|one)|how\s+to)\s+'
+                || '(?:(?:safely|quickly|correctly|properly|automatically|manually|efficiently|easily|reliably|completely|'
+                || 'temporarily|permanently|best)\s+)?([a-z]{2,})\M', 'i'))[1]) AS v
+        ) AS v
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag._question_action(text) IS
+'Internal: the verb of a how-do-I question ("How do I remove ...?") and its inflections (remove, removes, '
+'removed, removing), or NULL when there is none or it is generic (do, make, get, use, have, ...).';
+
 -- What the question's form asks for: the names it spells out, whether it asks how to do something, why, or what
 -- something is (the content words of that something).
 CREATE OR REPLACE FUNCTION rag._question_features(p_question text)
@@ -44,6 +90,8 @@ BEGIN
                 || '|(which|what) (\w+ )?(command|setting|parameter|option|function|tool|program|utility|configuration)s?'
                 || '|is there a way)\M'),
             'why', p_question ~* '\mwhy\M',
+            -- a how-do-I question's verb and its inflections (rag._question_action); NULL otherwise
+            'action', pg_catalog.to_jsonb(rag._question_action(p_question)),
             -- asks for a number: how many / how much / how long / how often, a maximum, a minimum, a limit
             'quantity', p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
                 || '|\m(maximum|minimum|limit|limits|at most|at least)\M'),
@@ -75,8 +123,8 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._question_features(text) IS
-'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, quantity, asks_for, '
-'defines}.';
+'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, action, quantity, '
+'asks_for, defines}.';
 
 -- The structural kind of a span from its first characters: code (a fence), table (a row), note (a quoted line),
 -- heading, list (an item's first sentence), or text.
@@ -195,7 +243,7 @@ AS $fn$
         "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8,
         "lexical_share": 0.5, "section_last": 0, "forward": 300, "quantity": 0.2, "idf": 0.75,
         "skip_see": 1, "context": 0.3, "lower": 10, "lower_margin": 0.065, "lower_rank": 2,
-        "asks_for": 0.1}'::jsonb
+        "asks_for": 0.1, "action": 0.2}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
@@ -214,7 +262,8 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 'fused rank (below k too) of the chunks under the passages that compete for quotes when their best span beats '
 'every passage''s best by lower_margin, counted as rank lower_rank (rag._answer; 0: off; the PL/Python path only); '
 'asks_for: the preference for a span naming the kind of thing a which/what question asks for '
-'("Which archive format does ...": archive, format).';
+'("Which archive format does ...": archive, format); action: the preference for a span holding the verb of a '
+'how-do-I question in any of its inflections (rag._question_action).';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and
@@ -250,6 +299,11 @@ BEGIN
             || 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|half|'
             || 'double|bytes|kilobytes?|megabytes?|gigabytes?|seconds?|minutes?|hours?|days?|percent)\M')
             THEN coalesce((p_features -> 'weights' ->> 'quantity')::float8, 0) ELSE 0 END
+        -- the verb of a how-do-I question, in any inflection ("How do I remove ...": "... is removed by ...")
+        + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'action') = 'array' AND p_span ~* ('\m(' || (
+                SELECT pg_catalog.string_agg(x.f, '|') FROM pg_catalog.jsonb_array_elements_text(
+                    p_features -> 'action') AS x (f) WHERE x.f ~ '^[a-z]+$') || ')\M')
+            THEN coalesce((p_features -> 'weights' ->> 'action')::float8, 0) ELSE 0 END
         -- the kind of thing a which/what question asks for, named by the span ("... the directory archive format")
         + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'asks_for') = 'array' AND ARRAY(
                 SELECT pg_catalog.jsonb_array_elements_text(p_features -> 'asks_for')) <@ rag._content_terms(p_span)
