@@ -181,7 +181,8 @@ LANGUAGE plpgsql
 STABLE
 -- PL/pgSQL would cache a generic plan after five calls: for ORDER BY embedding <=> $1 LIMIT n with a tenant
 -- filter that plan scans the whole tenant exactly, and a plan made for a large tenant is wrong for a tiny one.
--- So each leg's statement is planned for its call; the fusing statement alone is generic (set in the body).
+-- So the body chooses per statement (generic only where no tenant's plan differs) and the caller's own
+-- setting never applies.
 SET plan_cache_mode = force_custom_plan
 -- Every leg is bounded by an index (a few hundred rows): starting parallel workers costs more (15-20 ms each
 -- Gather on the 2-core benchmark machine) than the scans, and JIT compiling (35 ms) more than running.
@@ -241,6 +242,9 @@ DECLARE
     scan_tenant boolean := false;
     big_share boolean := false;
     ef integer;
+    -- the best titles of the title leg, with their scores
+    title_names text [];
+    title_s float8 [];
     -- each leg's chunks in rank order, with their scores
     vec_ids bigint [];
     vec_d float8 [];
@@ -250,6 +254,14 @@ DECLARE
     trgm_s float8 [];
     prev_mode text;
 BEGIN
+    -- Each leg is its own statement, each leaving its chunks in arrays in rank order (docs/BENCHMARKS.md,
+    -- 0.8.0: planning one statement of all three legs cost more than running it for small tenants). Those
+    -- whose best plan is the same for every tenant (primary-key lookups, a tenant's rows through the tenant
+    -- index, the arrays) are planned once per connection (generic); the two that choose an index by the tenant
+    -- (full-text candidates, titles: a tenant's own partial index, or how big its share is) are planned for
+    -- each call, as are EXECUTE's statements (the ANN query, the own full-text index), which name the tenant.
+    prev_mode := pg_catalog.current_setting('plan_cache_mode');
+    PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
         use_ann := true;
     ELSE
@@ -315,12 +327,6 @@ BEGIN
             < greatest(coalesce(kept_df, 0), 1)::float8 * coalesce(n_table, 0);
         big_share := n_active * 10 >= coalesce(n_table, 0);
     END IF;
-    -- Each leg is its own statement, planned for its own call (the function's force_custom_plan: the
-    -- booleans choosing a branch and the tenant are known to the planner); each leaves its chunks in arrays,
-    -- in rank order, and only the fusing statement below, which reads those arrays and looks chunks up by
-    -- primary key, is planned once per connection (docs/BENCHMARKS.md, 0.8.0: planning one statement of
-    -- all three legs cost more than running it for small tenants).
-
     -- vector leg: the nearest p_depth by exact distance (a top-N sort over floats), rounded only then
     IF ann_ids IS NOT NULL THEN
         -- the index's candidates (the tenant's live chunks, each with its exact distance from the scan)
@@ -358,6 +364,7 @@ BEGIN
     -- full-text leg: the candidates (found through GIN, fetched without reading their tsv), the newest
     -- fts_budget of them ranked (a NULL query matches nothing)
     IF q IS NOT NULL AND q_match IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
         IF own_fts THEN
             -- the tenant's own partial GIN index (rag._index_tenants): its bitmap holds only the tenant's
             -- matches. The tenant is a literal, so the planner proves the index's predicate.
@@ -397,26 +404,33 @@ BEGIN
             SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
             FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
         END IF;
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
         -- each candidate's tsv read from rag.chunk_tsv's narrow rows (not rag.chunk's ~2.9 kB ones) and scored;
         -- only the candidates scoring at least the p_depth-th best score (ties included) need their tie-break
         -- keys from rag.chunk
         WITH scored AS MATERIALIZED (
-            SELECT ct.chunk_id, round(pg_catalog.ts_rank_cd(ct.tsv, q, 1)::numeric, 6)::float8 AS s
+            SELECT u.chunk_id, ct.s
             FROM pg_catalog.unnest(fts_ids) AS u (chunk_id)
-            INNER JOIN rag.chunk_tsv AS ct ON ct.chunk_id = u.chunk_id
-            WHERE ct.tsv @@ q
+            CROSS JOIN LATERAL (
+                SELECT round(pg_catalog.ts_rank_cd(v.tsv, q, 1)::numeric, 6)::float8 AS s
+                FROM rag.chunk_tsv AS v
+                WHERE v.chunk_id = u.chunk_id AND v.tsv @@ q
+                OFFSET 0
+            ) AS ct
         )
         SELECT pg_catalog.array_agg(f.chunk_id ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id),
             pg_catalog.array_agg(f.s ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id)
         INTO fts_top, fts_s
         FROM (
-            SELECT c.chunk_id, c.doc_key, c.chunk_index, x.s
+            SELECT x.chunk_id, c.doc_key, c.chunk_index, x.s
             FROM scored AS x
-            INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
+            CROSS JOIN LATERAL (
+                SELECT k.doc_key, k.chunk_index FROM rag.chunk AS k WHERE k.chunk_id = x.chunk_id OFFSET 0
+            ) AS c
             WHERE x.s >= coalesce((
                 SELECT y.s FROM scored AS y ORDER BY y.s DESC LIMIT 1 OFFSET p_depth - 1
             ), '-Infinity'::float8)
-            ORDER BY x.s DESC, c.doc_key, c.chunk_index, c.chunk_id
+            ORDER BY x.s DESC, c.doc_key, c.chunk_index, x.chunk_id
             LIMIT p_depth
         ) AS f;
     END IF;
@@ -427,6 +441,7 @@ BEGIN
     -- the scan: ~100 titles of a 400-chunk tenant in 0.1-0.2 ms against 1.4-1.7 ms for the table-wide GIN
     -- index's bitmap of every tenant's matching titles at 1M chunks), then the chunks of the best titles
     IF q_title IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
         WITH scored AS (
             SELECT x.title, x.live_chunks,
                 round(public.word_similarity(x.stripped, corrected)::numeric, 6)::float8 AS s
@@ -453,13 +468,22 @@ BEGIN
                 ) AS y WHERE y.before < p_depth
             ), 2)
         )
+        SELECT pg_catalog.array_agg(ti.title), pg_catalog.array_agg(ti.s)
+        INTO title_names, title_s
+        FROM titles AS ti;
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+        -- their chunks, through the tenant's (tenant, title) index
         SELECT pg_catalog.array_agg(g.chunk_id ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id),
             pg_catalog.array_agg(g.s ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id)
         INTO trgm_ids, trgm_s
         FROM (
             SELECT c.chunk_id, c.doc_key, c.chunk_index, ti.s
-            FROM titles AS ti
-            INNER JOIN rag.chunk AS c ON c.tenant = v_tenant AND c.retired_at IS NULL AND c.title = ti.title
+            FROM ROWS FROM (pg_catalog.unnest(title_names), pg_catalog.unnest(title_s)) AS ti (title, s)
+            CROSS JOIN LATERAL (
+                SELECT k.chunk_id, k.doc_key, k.chunk_index FROM rag.chunk AS k
+                WHERE k.tenant = v_tenant AND k.retired_at IS NULL AND k.title = ti.title
+                OFFSET 0
+            ) AS c
             WHERE ti.s >= min_title
             ORDER BY ti.s DESC, c.doc_key, c.chunk_index, c.chunk_id
             LIMIT p_depth
@@ -467,10 +491,7 @@ BEGIN
     END IF;
 
     -- fused: the legs' arrays (rank = position) and each chunk's keys by primary key (LATERAL ... OFFSET 0, which
-    -- no plan can turn into a scan of the tenant). Its shape does not depend on the tenant or the legs, so
-    -- it is planned once per connection (generic), for this statement only.
-    prev_mode := pg_catalog.current_setting('plan_cache_mode');
-    PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+    -- no plan can turn into a scan of the tenant), planned generic
     RETURN QUERY
     SELECT
         pg_catalog.row_number() OVER (ORDER BY f.fused DESC, k.doc_key, k.chunk_index, f.chunk_id)::integer,
