@@ -243,7 +243,7 @@ DECLARE
     big_share boolean := false;
     ef integer;
     -- the best titles of the title leg, with their scores
-    title_names text [];
+    title_names text [] COLLATE "default";
     title_s float8 [];
     -- each leg's chunks in rank order, with their scores
     vec_ids bigint [];
