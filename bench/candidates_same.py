@@ -44,6 +44,11 @@ def main() -> None:
     ap.add_argument("new", nargs="?", default=str(ROOT / "sql/core/040-retrieve.sql"))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--all-tenants", type=int, default=0)
+    ap.add_argument(
+        "--collate-c",
+        action="store_true",
+        help='call with the text arguments collated "C", as the entry points do (they pass current_user)',
+    )
     args = ap.parse_args()
     c = psycopg.connect(corpus.db_dsn(os.environ.get("BENCH_DB") or "pgcite_bench"), autocommit=True)
     c.execute(candidates_source(args.old, "_cand_a"))
@@ -63,6 +68,7 @@ def main() -> None:
             for j in range(args.all_tenants):
                 qid, _, _, question, qemb = pool[(i * args.all_tenants + j) % len(pool)]
                 extra.append((qid, "all", t, question, qemb))
+    coll = ' COLLATE "C"' if args.collate_c else ""
     for rnd in range(args.rounds):
         for qid, cls, tenant, question, qemb in qs + (extra if rnd == 0 else []):
             corr = c.execute(
@@ -72,7 +78,7 @@ def main() -> None:
             for name in ("_cand_a", "_cand_b") if qid % 2 else ("_cand_b", "_cand_a"):
                 t0 = time.perf_counter()
                 got[name] = c.execute(
-                    f"SELECT * FROM pg_temp.{name}(%s, %s, %s::vector, 40, %s::jsonb)",
+                    f"SELECT * FROM pg_temp.{name}(%s{coll}, %s, %s::vector, 40, %s::jsonb)",
                     (tenant, corr, qemb, params),
                 ).fetchall()
                 if rnd:

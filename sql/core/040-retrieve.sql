@@ -233,6 +233,10 @@ DECLARE
     ann_keys text [];
     ann_idx integer [];
     ann_raw float8 [];
+    -- '' in the call's collation (a PL/pgSQL variable takes it: "C" from the entry points, which pass
+    -- current_user): exact search orders its doc_keys in it, as the ANN rows' keys (read into ann_keys) are
+    -- and as before 0.8.0 (the exact and ANN rows were one UNION ALL of the column and ann_keys)
+    call_collation text := '';
     kept text [];
     rarest text;
     second text;
@@ -351,7 +355,8 @@ BEGIN
         FROM (
             SELECT e.chunk_id, e.doc_key, e.chunk_index, round(e.raw::numeric, 6)::float8 AS d
             FROM (
-                SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
+                SELECT c.chunk_id, c.doc_key || call_collation AS doc_key, c.chunk_index,
+                    c.embedding OPERATOR(public.<=>) p_qemb AS raw
                 FROM rag.chunk AS c
                 WHERE c.retired_at IS NULL AND c.tenant = v_tenant
                 OFFSET 0
