@@ -6,7 +6,9 @@ Creates rag._candidates of each 040-retrieve.sql file as pg_temp._cand_a / pg_te
 compares every row and column they return (k 8's depth 40, each question corrected first, its stored
 embedding) for every question of pgcite_bench.question, calling them alternately; prints the differing
 questions
-and the p50 / p95 of each per class.
+and the p50 / p95 of each per class. --all-tenants N: also N questions (of every class, in turn) asked of
+every tenant of the corpus (each of its paths: own indexes, table-wide indexes, exact search), first round
+only.
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ def main() -> None:
     ap.add_argument("old")
     ap.add_argument("new", nargs="?", default=str(ROOT / "sql/core/040-retrieve.sql"))
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--all-tenants", type=int, default=0)
+    ap.add_argument(
+        "--collate-c",
+        action="store_true",
+        help='call with the text arguments collated "C", as the entry points do (they pass current_user)',
+    )
     args = ap.parse_args()
     c = psycopg.connect(corpus.db_dsn(os.environ.get("BENCH_DB") or "pgcite_bench"), autocommit=True)
     c.execute(candidates_source(args.old, "_cand_a"))
@@ -51,8 +59,18 @@ def main() -> None:
     ).fetchall()
     ms: dict[tuple[str, str], list[float]] = {}
     differ = []
+    calls = rows = 0
+    extra = []
+    if args.all_tenants:
+        tenants = [r[0] for r in c.execute("SELECT tenant FROM rag.tenant_stat ORDER BY tenant").fetchall()]
+        pool = sorted(qs, key=lambda r: (r[0] % 7, r[0]))
+        for i, t in enumerate(tenants):
+            for j in range(args.all_tenants):
+                qid, _, _, question, qemb = pool[(i * args.all_tenants + j) % len(pool)]
+                extra.append((qid, "all", t, question, qemb))
+    coll = ' COLLATE "C"' if args.collate_c else ""
     for rnd in range(args.rounds):
-        for qid, cls, tenant, question, qemb in qs:
+        for qid, cls, tenant, question, qemb in qs + (extra if rnd == 0 else []):
             corr = c.execute(
                 "SELECT rag._correct_question(%s, %s, %s::jsonb)", (tenant, question, params)
             ).fetchone()[0]
@@ -60,14 +78,20 @@ def main() -> None:
             for name in ("_cand_a", "_cand_b") if qid % 2 else ("_cand_b", "_cand_a"):
                 t0 = time.perf_counter()
                 got[name] = c.execute(
-                    f"SELECT * FROM pg_temp.{name}(%s, %s, %s::vector, 40, %s::jsonb)",
+                    f"SELECT * FROM pg_temp.{name}(%s{coll}, %s, %s::vector, 40, %s::jsonb)",
                     (tenant, corr, qemb, params),
                 ).fetchall()
                 if rnd:
                     ms.setdefault((cls, name), []).append((time.perf_counter() - t0) * 1000)
-            if rnd == 0 and got["_cand_a"] != got["_cand_b"]:
-                differ.append(qid)
-    print(f"{len(qs)} questions, {len(differ)} differ: {differ[:20]}")
+            if rnd == 0:
+                calls += 1
+                rows += len(got["_cand_a"])
+                if got["_cand_a"] != got["_cand_b"]:
+                    differ.append((tenant, qid))
+    print(
+        f"{len(qs)} questions + {len(extra)} asked of every tenant: {calls} calls, {rows} rows each version, "
+        f"{len(differ)} differ: {differ[:20]}"
+    )
     for (cls, name), v in sorted(ms.items()):
         s = sorted(v)
         print(f"{cls:<8} {name}  p50 {statistics.median(s):6.1f}  p95 {s[int(len(s) * 0.95)]:6.1f} ms")

@@ -7,7 +7,8 @@ statement (log_nested_statements, log_min_duration 0), asks rag.retrieve (k 8, t
 passed) the tenants in turn, --calls times each, interleaved on the same connection, with a question of
 pgcite_bench.question of each tenant's class. For each call it prints the scans of the statements of
 rag._candidates (the ANN query, the full-text candidates through a tenant's own GIN index, the vector leg's
-exact re-score, the full-text and title legs: the index or table each scan node reads) and their durations,
+exact re-score, the full-text and title legs; from 0.8.0 each leg and the fusion: the index or table each scan
+node reads) and their durations,
 then whether every call of a tenant used the same plan.
 """
 
@@ -35,7 +36,20 @@ def legs(plan: str) -> str | None:
     if "c.tsv OPERATOR(pg_catalog.@@) $1" in plan:
         return "fts"
     if "fts_match AS MATERIALIZED" in plan or "WITH vec AS" in plan:
-        return "legs"
+        return "legs"  # before 0.8.0: the three legs and the fusion in one statement
+    # 0.8.0: each leg its own statement, the fusion planned generic
+    if "WITH ORDINALITY AS lv" in plan:
+        return "fuse"
+    if "pg_catalog.unnest(ann_ids)" in plan:
+        return "vec-rescore"
+    if ") AS e" in plan and "OPERATOR(public.<=>) p_qemb" in plan:
+        return "vec-exact"
+    if "WITH m AS MATERIALIZED" in plan:
+        return "fts-match"
+    if "ts_rank_cd" in plan:
+        return "fts-rank"
+    if "word_similarity" in plan:
+        return "titles"
     return None
 
 

@@ -458,3 +458,52 @@ def test_spelling_correction_suggests_only_the_tenants_own_words(conn):
         else:
             raise AssertionError(f"no error: {sql}")
         conn.execute("ROLLBACK TO SAVEPOINT s")
+
+
+def test_candidates_equal_their_unplanned_result_on_every_path_past_plan_caching(conn):
+    """rag._candidates plans each leg for its call and its fusing statement once per connection (generic):
+    every row and column equals what a call with no cached plan (DISCARD PLANS before it) returns, for
+    tenants on each path (own indexes, the table-wide HNSW index, exact search; full text through the tenant's
+    own GIN index or the table's, a stopword-only and a negated question) asked interleaved on one connection
+    past PL/pgSQL's five-call switch to generic plans; a tenant searched exactly never reads an HNSW index,
+    and the caller's plan_cache_mode is unchanged."""
+    conn.execute("SELECT rag.set_config('exact_search_limit', '30')")
+    conn.execute("SELECT rag.create_tenant('pl_own')")
+    conn.execute("SELECT * FROM rag.ingest('pl_own', 'a.md', %s)", (doc(45, "checkpoint"),))
+    n = conn.execute("SELECT rag._live_chunks('pl_own')").fetchone()[0]
+    assert len(conn.execute("SELECT * FROM rag._index_tenants(%s, 'pl_own')", (n,)).fetchall()) == 3
+    conn.execute("SELECT rag.create_tenant('pl_ann')")
+    conn.execute("SELECT * FROM rag.ingest('pl_ann', 'a.md', %s)", (doc(40, "vacuum"),))
+    conn.execute("SELECT rag.create_tenant('pl_small')")
+    conn.execute("SELECT * FROM rag.ingest('pl_small', 'a.md', %s)", (doc(6, "wraparound"),))
+    live = dict(conn.execute("SELECT tenant, live_chunks FROM rag.tenant_stat").fetchall())
+    assert live["pl_ann"] > 30 and live["pl_small"] <= 30
+    exact_tenants = {t for t, n in live.items() if n <= 30}
+    questions = [Q, WRAP, "checkpoint topic 3", "vacuum -checkpoint notes", "the of and"]
+    qemb = {q: conn.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0] for q in questions}
+    tenants = ["pl_own", "tiny", "pl_ann", "pl_small"]
+    sql = "SELECT * FROM rag._candidates(%s, %s, %s::vector, 40, rag._params())"
+
+    def call(t: str, q: str) -> list:
+        return conn.execute(sql, (t, q, qemb[q])).fetchall()
+
+    unplanned = {}
+    for t in tenants:
+        for q in questions:
+            conn.execute("DISCARD PLANS")
+            unplanned[t, q] = call(t, q)
+    assert all(unplanned[t, Q] for t in tenants)  # every tenant has candidates
+    assert any(r[6] is not None for r in unplanned["pl_own", WRAP] + unplanned["tiny", WRAP])  # full text
+    assert any(r[8] is not None for r in unplanned["pl_own", "checkpoint topic 3"])  # titles
+    conn.execute("SET LOCAL plan_cache_mode = auto")
+    for i in range(7):
+        for t in tenants:
+            for q in questions:
+                if i == 6 and t in exact_tenants:
+                    rows, seen = plans(conn, sql, (t, q, qemb[q]))
+                    hnsw = ("Index Scan using chunk_hnsw_", "Index Scan using chunk_embedding_hnsw_idx")
+                    assert seen and not any(h in p for p in seen for h in hnsw), (t, q)
+                else:
+                    rows = call(t, q)
+                assert rows == unplanned[t, q], (i, t, q)
+    assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "auto"

@@ -194,6 +194,8 @@ LANGUAGE plpgsql
 STABLE
 -- PL/pgSQL would cache a generic plan after five calls: for ORDER BY embedding <=> $1 LIMIT n with a tenant
 -- filter that plan scans the whole tenant exactly, and a plan made for a large tenant is wrong for a tiny one.
+-- So the body chooses per statement (generic only where no tenant's plan differs) and the caller's own
+-- setting never applies.
 SET plan_cache_mode = force_custom_plan
 -- Every leg is bounded by an index (a few hundred rows): starting parallel workers costs more (15-20 ms each
 -- Gather on the 2-core benchmark machine) than the scans, and JIT compiling (35 ms) more than running.
@@ -244,6 +246,10 @@ DECLARE
     ann_keys text [];
     ann_idx integer [];
     ann_raw float8 [];
+    -- '' in the call's collation (a PL/pgSQL variable takes it: "C" from the entry points, which pass
+    -- current_user): exact search orders its doc_keys in it, as the ANN rows' keys (read into ann_keys) are
+    -- and as before 0.8.0 (the exact and ANN rows were one UNION ALL of the column and ann_keys)
+    call_collation text := '';
     kept text [];
     rarest text;
     second text;
@@ -253,7 +259,26 @@ DECLARE
     scan_tenant boolean := false;
     big_share boolean := false;
     ef integer;
+    -- the best titles of the title leg, with their scores
+    title_names text [] COLLATE "default";
+    title_s float8 [];
+    -- each leg's chunks in rank order, with their scores
+    vec_ids bigint [];
+    vec_d float8 [];
+    fts_top bigint [];
+    fts_s float8 [];
+    trgm_ids bigint [];
+    trgm_s float8 [];
+    prev_mode text;
 BEGIN
+    -- Each leg is its own statement, each leaving its chunks in arrays in rank order (docs/BENCHMARKS.md,
+    -- 0.8.0: planning one statement of all three legs cost more than running it for small tenants). Those
+    -- whose best plan is the same for every tenant (primary-key lookups, a tenant's rows through the tenant
+    -- index, the arrays) are planned once per connection (generic); the two that choose an index by the tenant
+    -- (full-text candidates, titles: a tenant's own partial index, or how big its share is) are planned for
+    -- each call, as are EXECUTE's statements (the ANN query, the own full-text index), which name the tenant.
+    prev_mode := pg_catalog.current_setting('plan_cache_mode');
+    PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
         use_ann := true;
     ELSE
@@ -319,156 +344,207 @@ BEGIN
             < greatest(coalesce(kept_df, 0), 1)::float8 * coalesce(n_table, 0);
         big_share := n_active * 10 >= coalesce(n_table, 0);
     END IF;
-    IF own_fts AND q_match IS NOT NULL THEN
-        -- the tenant's own partial GIN index (rag._index_tenants): its bitmap holds only the tenant's
-        -- matches. The tenant is a literal, so the planner proves the index's predicate; the same newest
-        -- fts_budget candidates as the branches of fts_match below.
-        EXECUTE pg_catalog.format(
-            'WITH m AS MATERIALIZED ('
-            ' SELECT c.chunk_id FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
-            ' AND c.tsv OPERATOR(pg_catalog.@@) $1)'
-            ' SELECT pg_catalog.array_agg(x.chunk_id) FROM'
-            ' (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
-        INTO fts_ids USING q_match, fts_budget;
+    -- vector leg: the nearest p_depth by exact distance (a top-N sort over floats), rounded only then
+    IF ann_ids IS NOT NULL THEN
+        -- the index's candidates (the tenant's live chunks, each with its exact distance from the scan)
+        SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
+            pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
+        INTO vec_ids, vec_d
+        FROM (
+            SELECT a.chunk_id, a.doc_key, a.chunk_index, round(a.raw::numeric, 6)::float8 AS d
+            FROM ROWS FROM (
+                pg_catalog.unnest(ann_ids), pg_catalog.unnest(ann_keys), pg_catalog.unnest(ann_idx),
+                pg_catalog.unnest(ann_raw)
+            ) AS a (chunk_id, doc_key, chunk_index, raw)
+            ORDER BY a.raw, a.doc_key, a.chunk_index, a.chunk_id
+            LIMIT p_depth
+        ) AS w;
+    ELSE
+        -- exact search of the tenant's live chunks (no ANN index, or it delivered too few rows): the distances
+        -- are computed in a subquery (OFFSET 0), so no plan can read them in the order of an HNSW index
+        SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
+            pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
+        INTO vec_ids, vec_d
+        FROM (
+            SELECT e.chunk_id, e.doc_key, e.chunk_index, round(e.raw::numeric, 6)::float8 AS d
+            FROM (
+                SELECT c.chunk_id, c.doc_key || call_collation AS doc_key, c.chunk_index,
+                    c.embedding OPERATOR(public.<=>) p_qemb AS raw
+                FROM rag.chunk AS c
+                WHERE c.retired_at IS NULL AND c.tenant = v_tenant
+                OFFSET 0
+            ) AS e
+            ORDER BY e.raw, e.doc_key, e.chunk_index, e.chunk_id
+            LIMIT p_depth
+        ) AS w;
     END IF;
 
-    RETURN QUERY
-    -- vector leg: the nearest p_depth by exact distance (a top-N sort over floats), rounded only then
-    WITH vec AS (
-        SELECT v.chunk_id, v.d,
-            pg_catalog.row_number() OVER (ORDER BY v.d, v.doc_key, v.chunk_index, v.chunk_id)::integer AS r
-        FROM (
-            SELECT w.chunk_id, w.doc_key, w.chunk_index, round(w.raw::numeric, 6)::float8 AS d
-            FROM (
-                -- exact search of the tenant's live chunks (no ANN index, or it delivered too few rows)
-                SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
-                FROM rag.chunk AS c
-                WHERE ann_ids IS NULL AND c.retired_at IS NULL AND c.tenant = v_tenant
-                UNION ALL
-                -- the index's candidates (the tenant's live chunks, each with its exact distance from the scan)
-                SELECT a.chunk_id, a.doc_key, a.chunk_index, a.raw
-                FROM ROWS FROM (
-                    pg_catalog.unnest(ann_ids), pg_catalog.unnest(ann_keys), pg_catalog.unnest(ann_idx),
-                    pg_catalog.unnest(ann_raw)
-                ) AS a (chunk_id, doc_key, chunk_index, raw)
-                WHERE ann_ids IS NOT NULL
-                ORDER BY raw, doc_key, chunk_index, chunk_id
-                LIMIT p_depth
-            ) AS w
-        ) AS v
-    ),
     -- full-text leg: the candidates (found through GIN, fetched without reading their tsv), the newest
-    -- fts_budget of them ranked
-    fts_match AS MATERIALIZED (
-        SELECT u.chunk_id FROM pg_catalog.unnest(fts_ids) AS u (chunk_id)
-        WHERE own_fts
-        UNION ALL
-        SELECT m.chunk_id FROM rag.chunk AS m
-        WHERE NOT own_fts AND NOT scan_tenant AND NOT big_share AND m.tenant = v_tenant AND m.retired_at IS NULL
-            AND m.tsv @@ q_match
-        UNION ALL
-        -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
-        -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
-        SELECT m.chunk_id FROM rag.chunk AS m
-        WHERE NOT own_fts AND NOT scan_tenant AND big_share AND m.tsv @@ q_match AND m.retired_at IS NULL
-            AND (m.tenant = v_tenant) IS TRUE
-        UNION ALL
-        SELECT s.chunk_id FROM (
-            SELECT m.chunk_id, m.tsv FROM rag.chunk AS m
-            WHERE NOT own_fts AND scan_tenant AND m.tenant = v_tenant AND m.retired_at IS NULL
-            OFFSET 0
-        ) AS s
-        WHERE s.tsv @@ q_match
-    ),
-    -- each candidate's tsv read from rag.chunk_tsv's narrow rows (not rag.chunk's ~2.9 kB ones) and scored;
-    -- only the candidates scoring at least the p_depth-th best score (ties included) need their tie-break
-    -- keys from rag.chunk
-    fts_scored AS MATERIALIZED (
-        SELECT ct.chunk_id, round(pg_catalog.ts_rank_cd(ct.tsv, q, 1)::numeric, 6)::float8 AS s
-        FROM (SELECT b.chunk_id FROM fts_match AS b ORDER BY b.chunk_id DESC LIMIT fts_budget) AS cand
-        INNER JOIN rag.chunk_tsv AS ct ON ct.chunk_id = cand.chunk_id
-        WHERE ct.tsv @@ q
-    ),
-    fts AS (
-        SELECT f.chunk_id, f.s,
-            pg_catalog.row_number() OVER (ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id)::integer AS r
+    -- fts_budget of them ranked (a NULL query matches nothing)
+    IF q IS NOT NULL AND q_match IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
+        IF own_fts THEN
+            -- the tenant's own partial GIN index (rag._index_tenants): its bitmap holds only the tenant's
+            -- matches. The tenant is a literal, so the planner proves the index's predicate.
+            EXECUTE pg_catalog.format(
+                'WITH m AS MATERIALIZED ('
+                ' SELECT c.chunk_id FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
+                ' AND c.tsv OPERATOR(pg_catalog.@@) $1)'
+                ' SELECT pg_catalog.array_agg(x.chunk_id) FROM'
+                ' (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
+            INTO fts_ids USING q_match, fts_budget;
+        ELSIF scan_tenant THEN
+            -- a small tenant's own rows filtered by @@ (OFFSET 0 keeps @@ out of the scan)
+            WITH m AS MATERIALIZED (
+                SELECT s.chunk_id FROM (
+                    SELECT c.chunk_id, c.tsv FROM rag.chunk AS c
+                    WHERE c.tenant = v_tenant AND c.retired_at IS NULL
+                    OFFSET 0
+                ) AS s
+                WHERE s.tsv @@ q_match
+            )
+            SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
+            FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
+        ELSIF big_share THEN
+            -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
+            -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
+            WITH m AS MATERIALIZED (
+                SELECT c.chunk_id FROM rag.chunk AS c
+                WHERE c.tsv @@ q_match AND c.retired_at IS NULL AND (c.tenant = v_tenant) IS TRUE
+            )
+            SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
+            FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
+        ELSE
+            WITH m AS MATERIALIZED (
+                SELECT c.chunk_id FROM rag.chunk AS c
+                WHERE c.tenant = v_tenant AND c.retired_at IS NULL AND c.tsv @@ q_match
+            )
+            SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
+            FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
+        END IF;
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+        -- each candidate's tsv read from rag.chunk_tsv's narrow rows (not rag.chunk's ~2.9 kB ones) and scored;
+        -- only the candidates scoring at least the p_depth-th best score (ties included) need their tie-break
+        -- keys from rag.chunk
+        WITH scored AS MATERIALIZED (
+            SELECT u.chunk_id, ct.s
+            FROM pg_catalog.unnest(fts_ids) AS u (chunk_id)
+            CROSS JOIN LATERAL (
+                SELECT round(pg_catalog.ts_rank_cd(v.tsv, q, 1)::numeric, 6)::float8 AS s
+                FROM rag.chunk_tsv AS v
+                WHERE v.chunk_id = u.chunk_id AND v.tsv @@ q
+                OFFSET 0
+            ) AS ct
+        )
+        SELECT pg_catalog.array_agg(f.chunk_id ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id),
+            pg_catalog.array_agg(f.s ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id)
+        INTO fts_top, fts_s
         FROM (
-            SELECT c.chunk_id, c.doc_key, c.chunk_index, x.s
-            FROM fts_scored AS x
-            INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
+            SELECT x.chunk_id, c.doc_key, c.chunk_index, x.s
+            FROM scored AS x
+            CROSS JOIN LATERAL (
+                SELECT k.doc_key, k.chunk_index FROM rag.chunk AS k WHERE k.chunk_id = x.chunk_id OFFSET 0
+            ) AS c
             WHERE x.s >= coalesce((
-                SELECT y.s FROM fts_scored AS y ORDER BY y.s DESC LIMIT 1 OFFSET p_depth - 1
+                SELECT y.s FROM scored AS y ORDER BY y.s DESC LIMIT 1 OFFSET p_depth - 1
             ), '-Infinity'::float8)
-            ORDER BY x.s DESC, c.doc_key, c.chunk_index, c.chunk_id
+            ORDER BY x.s DESC, c.doc_key, c.chunk_index, x.chunk_id
             LIMIT p_depth
-        ) AS f
-    ),
+        ) AS f;
+    END IF;
+
     -- title leg: each distinct title of the tenant sharing a lexeme with the question, scored once
     -- (a tenant with its own title index, rag._index_tenants, reads it: the planner proves its predicate; a
     -- small tenant without one reads all its titles by primary key and tests them, OFFSET 0 keeping @@ out of
     -- the scan: ~100 titles of a 400-chunk tenant in 0.1-0.2 ms against 1.4-1.7 ms for the table-wide GIN
-    -- index's bitmap of every tenant's matching titles at 1M chunks)
-    scored AS (
-        SELECT x.title, x.live_chunks,
-            round(public.word_similarity(x.stripped, corrected)::numeric, 6)::float8 AS s
-        FROM rag.tenant_title AS x
-        WHERE NOT scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
-        UNION ALL
-        SELECT y.title, y.live_chunks,
-            round(public.word_similarity(y.stripped, corrected)::numeric, 6)::float8 AS s
-        FROM (
-            SELECT x.title, x.live_chunks, x.stripped, x.tsv FROM rag.tenant_title AS x
-            WHERE scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0
-            OFFSET 0
-        ) AS y
-        WHERE y.tsv @@ q_title
-    ),
-    -- only the best titles can hold the leg's p_depth chunks: those scoring at least the title at which the
-    -- titles' chunk counts (best first) reach p_depth (ties included), so no more chunks are read than that
-    titles AS (
-        SELECT sc.title, sc.s FROM scored AS sc
-        WHERE sc.s >= min_title AND sc.s >= coalesce((
-            SELECT min(y.s) FROM (
-                SELECT z.s, sum(z.live_chunks) OVER (ORDER BY z.s DESC, z.title) - z.live_chunks AS before
-                FROM scored AS z WHERE z.s >= min_title
-            ) AS y WHERE y.before < p_depth
-        ), 2)
-    ),
-    trgm AS (
-        SELECT g.chunk_id, g.s,
-            pg_catalog.row_number() OVER (ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id)::integer AS r
+    -- index's bitmap of every tenant's matching titles at 1M chunks), then the chunks of the best titles
+    IF q_title IS NOT NULL THEN
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
+        WITH scored AS (
+            SELECT x.title, x.live_chunks,
+                round(public.word_similarity(x.stripped, corrected)::numeric, 6)::float8 AS s
+            FROM rag.tenant_title AS x
+            WHERE NOT scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
+            UNION ALL
+            SELECT y.title, y.live_chunks,
+                round(public.word_similarity(y.stripped, corrected)::numeric, 6)::float8 AS s
+            FROM (
+                SELECT x.title, x.live_chunks, x.stripped, x.tsv FROM rag.tenant_title AS x
+                WHERE scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0
+                OFFSET 0
+            ) AS y
+            WHERE y.tsv @@ q_title
+        ),
+        -- only the best titles can hold the leg's p_depth chunks: those scoring at least the title at which
+        -- the titles' chunk counts (best first) reach p_depth (ties included), so no more chunks are read
+        titles AS (
+            SELECT sc.title, sc.s FROM scored AS sc
+            WHERE sc.s >= min_title AND sc.s >= coalesce((
+                SELECT min(y.s) FROM (
+                    SELECT z.s, sum(z.live_chunks) OVER (ORDER BY z.s DESC, z.title) - z.live_chunks AS before
+                    FROM scored AS z WHERE z.s >= min_title
+                ) AS y WHERE y.before < p_depth
+            ), 2)
+        )
+        SELECT pg_catalog.array_agg(ti.title), pg_catalog.array_agg(ti.s)
+        INTO title_names, title_s
+        FROM titles AS ti;
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+        -- their chunks, through the tenant's (tenant, title) index
+        SELECT pg_catalog.array_agg(g.chunk_id ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id),
+            pg_catalog.array_agg(g.s ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id)
+        INTO trgm_ids, trgm_s
         FROM (
             SELECT c.chunk_id, c.doc_key, c.chunk_index, ti.s
-            FROM titles AS ti
-            INNER JOIN rag.chunk AS c ON c.tenant = v_tenant AND c.retired_at IS NULL AND c.title = ti.title
+            FROM ROWS FROM (pg_catalog.unnest(title_names), pg_catalog.unnest(title_s)) AS ti (title, s)
+            CROSS JOIN LATERAL (
+                SELECT k.chunk_id, k.doc_key, k.chunk_index FROM rag.chunk AS k
+                WHERE k.tenant = v_tenant AND k.retired_at IS NULL AND k.title = ti.title
+                OFFSET 0
+            ) AS c
             WHERE ti.s >= min_title
             ORDER BY ti.s DESC, c.doc_key, c.chunk_index, c.chunk_id
             LIMIT p_depth
-        ) AS g
-    ),
-    fused AS (
-        SELECT ids.chunk_id,
-            vec.r AS vr, vec.d, fts.r AS fr, fts.s AS fs, trgm.r AS tr, trgm.s AS ts,
-            round((
-                coalesce(w_vec / (rrf_k + vec.r), 0)
-                + coalesce(w_fts / (rrf_k + fts.r), 0)
-                + coalesce(w_trgm / (rrf_k + trgm.r), 0)
-            )::numeric, 9)::float8 AS fused
-        FROM (SELECT vec.chunk_id FROM vec UNION SELECT fts.chunk_id FROM fts UNION SELECT trgm.chunk_id FROM trgm)
-            AS ids
-        LEFT JOIN vec ON vec.chunk_id = ids.chunk_id
-        LEFT JOIN fts ON fts.chunk_id = ids.chunk_id
-        LEFT JOIN trgm ON trgm.chunk_id = ids.chunk_id
-    )
+        ) AS g;
+    END IF;
+
+    -- fused: the legs' arrays (rank = position) and each chunk's keys by primary key (LATERAL ... OFFSET 0, which
+    -- no plan can turn into a scan of the tenant), planned generic
+    RETURN QUERY
     SELECT
-        pg_catalog.row_number() OVER (ORDER BY f.fused DESC, c.doc_key, c.chunk_index, c.chunk_id)::integer,
-        c.chunk_id, c.doc_key, c.chunk_index,
-        f.vr,
-        coalesce(f.d, round((c.embedding OPERATOR(public.<=>) p_qemb)::numeric, 6)::float8),
-        f.fr, f.fs, f.tr, f.ts, f.fused
-    FROM fused AS f
-    INNER JOIN rag.chunk AS c ON c.chunk_id = f.chunk_id
-    ORDER BY f.fused DESC, c.doc_key, c.chunk_index, c.chunk_id;
+        pg_catalog.row_number() OVER (ORDER BY f.fused DESC, k.doc_key, k.chunk_index, f.chunk_id)::integer,
+        f.chunk_id, k.doc_key, k.chunk_index, f.vr, k.d, f.fr, f.fs, f.tr, f.ts, f.fused
+    FROM (
+        SELECT ids.chunk_id,
+            lv.r::integer AS vr, lv.d, lf.r::integer AS fr, lf.s AS fs, lt.r::integer AS tr, lt.s AS ts,
+            round((
+                coalesce(w_vec / (rrf_k + lv.r), 0)
+                + coalesce(w_fts / (rrf_k + lf.r), 0)
+                + coalesce(w_trgm / (rrf_k + lt.r), 0)
+            )::numeric, 9)::float8 AS fused
+        FROM (
+            SELECT pg_catalog.unnest(vec_ids) UNION SELECT pg_catalog.unnest(fts_top)
+            UNION SELECT pg_catalog.unnest(trgm_ids)
+        ) AS ids (chunk_id)
+        LEFT JOIN ROWS FROM (pg_catalog.unnest(vec_ids), pg_catalog.unnest(vec_d))
+            WITH ORDINALITY AS lv (chunk_id, d, r)
+            ON lv.chunk_id = ids.chunk_id
+        LEFT JOIN ROWS FROM (pg_catalog.unnest(fts_top), pg_catalog.unnest(fts_s))
+            WITH ORDINALITY AS lf (chunk_id, s, r)
+            ON lf.chunk_id = ids.chunk_id
+        LEFT JOIN ROWS FROM (pg_catalog.unnest(trgm_ids), pg_catalog.unnest(trgm_s))
+            WITH ORDINALITY AS lt (chunk_id, s, r)
+            ON lt.chunk_id = ids.chunk_id
+    ) AS f
+    CROSS JOIN LATERAL (
+        SELECT c.doc_key, c.chunk_index,
+            coalesce(f.d, round((c.embedding OPERATOR(public.<=>) p_qemb)::numeric, 6)::float8) AS d
+        FROM rag.chunk AS c
+        WHERE c.chunk_id = f.chunk_id
+        OFFSET 0
+    ) AS k
+    ORDER BY f.fused DESC, k.doc_key, k.chunk_index, f.chunk_id;
+    PERFORM pg_catalog.set_config('plan_cache_mode', prev_mode, true);
 END
 $fn$;
 COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer, jsonb) IS
