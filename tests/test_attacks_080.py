@@ -191,6 +191,55 @@ def test_every_function_a_role_may_call_calls_only_internals_it_may_execute(pg, 
     assert not missing, missing
 
 
+TABLES = re.compile(r"\brag\.([a-z_][a-z0-9_]*)\b(?!\s*\()")
+
+
+@pytest.mark.parametrize("role", ["reader", "writer", "admin"])
+def test_every_function_a_role_may_call_reads_only_tables_it_may_read(pg, adb, role):
+    """Security round 10: for each function of schema rag that a tenant role may execute and that runs as its
+    caller, every table or view rag.name its body reads is one the role may read (a column of it at least):
+    else the call fails with 42501 for that role, a function granted for nothing. 0.8.0's new
+    rag._span_score_bounds and rag._may_score_at_least (rag.sentence) were granted to writers, like six older
+    internals that read retrieval's statistics or the generators (rag._candidates, _coverage, _live_chunks,
+    _term_weights, _answer_options, _require_generator); all eight are called only from SECURITY DEFINER
+    functions and are now owner-only."""
+    member = R[role]
+    with pg.admin(adb) as a:
+        tables = {
+            n
+            for (n,) in a.execute(
+                "SELECT relname FROM pg_class"
+                " WHERE relnamespace = 'rag'::regnamespace AND relkind IN ('r', 'p', 'v')"
+            ).fetchall()
+        }
+        funcs = a.execute(
+            "SELECT p.oid::regprocedure::text, p.prosrc FROM pg_proc AS p"
+            " WHERE p.pronamespace = 'rag'::regnamespace AND p.prokind = 'f' AND NOT p.prosecdef"
+            " AND p.prorettype <> 'trigger'::regtype AND has_function_privilege(%s, p.oid, 'EXECUTE')",
+            (member,),
+        ).fetchall()
+        readable = {
+            t
+            for t in tables
+            if a.execute(
+                "SELECT has_any_column_privilege(%s, %s, 'SELECT')", (member, f"rag.{t}")
+            ).fetchone()[0]
+        }
+    assert len(funcs) > 10 and {"chunk", "document"} <= readable
+    unreadable = sorted(
+        f"{sig} reads rag.{t}" for sig, src in funcs for t in set(TABLES.findall(src)) & (tables - readable)
+    )
+    assert not unreadable, unreadable
+    # and what they were for still works for the member: retrieval and asking run them as pgcite_owner
+    with connect(pg, adb, member) as c:
+        assert c.execute(
+            "SELECT count(*) FROM rag.retrieve('When does the alpha team vacuum?', 'alpha')"
+        ).fetchone()[0]
+        assert c.execute(
+            "SELECT status FROM rag.ask('When does the alpha team vacuum?', 'alpha')"
+        ).fetchone() == ("answered",)
+
+
 # ---------------------------------------------------------------- 3. E'\v' is the letter v
 def test_a_quote_that_starts_or_ends_with_v_keeps_its_v(pg, adb):
     """btrim(quote, E' \\t\\n\\r\\f\\v') trimmed the letter v (PostgreSQL's E'' has no \\v escape): the
