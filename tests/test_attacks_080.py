@@ -379,6 +379,11 @@ def calibrate_questions(extra: dict, position: int = 1) -> list:
         ({"query_embedding": ["NaN"] * 384}, "22023"),
         ({"id": "x" * 201}, "22023"),
         ({"question": "why " * 1001}, "54000"),
+        # security round 10: a question or id of another JSON type was taken as that JSON's text
+        ({"question": ["What is the capital of Peru?"]}, "22023"),
+        ({"question": 42}, "22023"),
+        ({"id": {"a": 1}}, "22023"),
+        ({"id": ["x"]}, "22023"),
     ],
     ids=[
         "3_dims",
@@ -390,6 +395,10 @@ def calibrate_questions(extra: dict, position: int = 1) -> list:
         "nan_strings",
         "long_id",
         "long_text",
+        "question_array",
+        "question_number",
+        "id_object",
+        "id_array",
     ],
 )
 def test_calibrate_refuses_bad_questions_before_running_any(pg, adb, extra, state):
@@ -413,17 +422,24 @@ def test_calibrate_refuses_bad_questions_before_running_any(pg, adb, extra, stat
         assert c.execute("SELECT gate FROM rag.tenant WHERE tenant = 'alpha'").fetchone() == before
 
 
+OOC = {"question": "Who painted the Mona Lisa?", "kind": "out_of_corpus"}
+
+
 def test_calibrate_still_takes_good_embeddings_and_ids(pg, adb):
-    """A 384-number embedding and an id of 200 characters are taken."""
+    """A 384-number embedding and an id of 200 characters are taken, and an id that is a JSON number."""
     with connect(pg, adb, R["admin"]) as c:
         emb = c.execute("SELECT rag.embed('What is the capital of Peru?')::real[]").fetchone()[0]
         rows = c.execute(
             "SELECT id FROM rag.calibrate('alpha', %s)",
-            (json.dumps(calibrate_questions({"query_embedding": emb, "id": "y" * 200})),),
+            (
+                json.dumps(
+                    calibrate_questions({"query_embedding": emb, "id": "y" * 200}) + [{"id": 7, **OOC}]
+                ),
+            ),
         ).fetchall()
     assert [r[0] for r in rows] == ["a0", "y" * 200] + [f"a{i}" for i in range(2, 5)] + [
         f"o{i}" for i in range(6)
-    ]
+    ] + ["7"]
 
 
 def test_nobody_learns_anything_from_the_checks(pg, adb):
