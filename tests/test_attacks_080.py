@@ -191,6 +191,55 @@ def test_every_function_a_role_may_call_calls_only_internals_it_may_execute(pg, 
     assert not missing, missing
 
 
+TABLES = re.compile(r"\brag\.([a-z_][a-z0-9_]*)\b(?!\s*\()")
+
+
+@pytest.mark.parametrize("role", ["reader", "writer", "admin"])
+def test_every_function_a_role_may_call_reads_only_tables_it_may_read(pg, adb, role):
+    """Security round 10: for each function of schema rag that a tenant role may execute and that runs as its
+    caller, every table or view rag.name its body reads is one the role may read (a column of it at least):
+    else the call fails with 42501 for that role, a function granted for nothing. 0.8.0's new
+    rag._span_score_bounds and rag._may_score_at_least (rag.sentence) were granted to writers, like six older
+    internals that read retrieval's statistics or the generators (rag._candidates, _coverage, _live_chunks,
+    _term_weights, _answer_options, _require_generator); all eight are called only from SECURITY DEFINER
+    functions and are now owner-only."""
+    member = R[role]
+    with pg.admin(adb) as a:
+        tables = {
+            n
+            for (n,) in a.execute(
+                "SELECT relname FROM pg_class"
+                " WHERE relnamespace = 'rag'::regnamespace AND relkind IN ('r', 'p', 'v')"
+            ).fetchall()
+        }
+        funcs = a.execute(
+            "SELECT p.oid::regprocedure::text, p.prosrc FROM pg_proc AS p"
+            " WHERE p.pronamespace = 'rag'::regnamespace AND p.prokind = 'f' AND NOT p.prosecdef"
+            " AND p.prorettype <> 'trigger'::regtype AND has_function_privilege(%s, p.oid, 'EXECUTE')",
+            (member,),
+        ).fetchall()
+        readable = {
+            t
+            for t in tables
+            if a.execute(
+                "SELECT has_any_column_privilege(%s, %s, 'SELECT')", (member, f"rag.{t}")
+            ).fetchone()[0]
+        }
+    assert len(funcs) > 10 and {"chunk", "document"} <= readable
+    unreadable = sorted(
+        f"{sig} reads rag.{t}" for sig, src in funcs for t in set(TABLES.findall(src)) & (tables - readable)
+    )
+    assert not unreadable, unreadable
+    # and what they were for still works for the member: retrieval and asking run them as pgcite_owner
+    with connect(pg, adb, member) as c:
+        assert c.execute(
+            "SELECT count(*) FROM rag.retrieve('When does the alpha team vacuum?', 'alpha')"
+        ).fetchone()[0]
+        assert c.execute(
+            "SELECT status FROM rag.ask('When does the alpha team vacuum?', 'alpha')"
+        ).fetchone() == ("answered",)
+
+
 # ---------------------------------------------------------------- 3. E'\v' is the letter v
 def test_a_quote_that_starts_or_ends_with_v_keeps_its_v(pg, adb):
     """btrim(quote, E' \\t\\n\\r\\f\\v') trimmed the letter v (PostgreSQL's E'' has no \\v escape): the
@@ -330,6 +379,11 @@ def calibrate_questions(extra: dict, position: int = 1) -> list:
         ({"query_embedding": ["NaN"] * 384}, "22023"),
         ({"id": "x" * 201}, "22023"),
         ({"question": "why " * 1001}, "54000"),
+        # security round 10: a question or id of another JSON type was taken as that JSON's text
+        ({"question": ["What is the capital of Peru?"]}, "22023"),
+        ({"question": 42}, "22023"),
+        ({"id": {"a": 1}}, "22023"),
+        ({"id": ["x"]}, "22023"),
     ],
     ids=[
         "3_dims",
@@ -341,6 +395,10 @@ def calibrate_questions(extra: dict, position: int = 1) -> list:
         "nan_strings",
         "long_id",
         "long_text",
+        "question_array",
+        "question_number",
+        "id_object",
+        "id_array",
     ],
 )
 def test_calibrate_refuses_bad_questions_before_running_any(pg, adb, extra, state):
@@ -364,17 +422,24 @@ def test_calibrate_refuses_bad_questions_before_running_any(pg, adb, extra, stat
         assert c.execute("SELECT gate FROM rag.tenant WHERE tenant = 'alpha'").fetchone() == before
 
 
+OOC = {"question": "Who painted the Mona Lisa?", "kind": "out_of_corpus"}
+
+
 def test_calibrate_still_takes_good_embeddings_and_ids(pg, adb):
-    """A 384-number embedding and an id of 200 characters are taken."""
+    """A 384-number embedding and an id of 200 characters are taken, and an id that is a JSON number."""
     with connect(pg, adb, R["admin"]) as c:
         emb = c.execute("SELECT rag.embed('What is the capital of Peru?')::real[]").fetchone()[0]
         rows = c.execute(
             "SELECT id FROM rag.calibrate('alpha', %s)",
-            (json.dumps(calibrate_questions({"query_embedding": emb, "id": "y" * 200})),),
+            (
+                json.dumps(
+                    calibrate_questions({"query_embedding": emb, "id": "y" * 200}) + [{"id": 7, **OOC}]
+                ),
+            ),
         ).fetchall()
     assert [r[0] for r in rows] == ["a0", "y" * 200] + [f"a{i}" for i in range(2, 5)] + [
         f"o{i}" for i in range(6)
-    ]
+    ] + ["7"]
 
 
 def test_nobody_learns_anything_from_the_checks(pg, adb):
@@ -388,3 +453,68 @@ def test_nobody_learns_anything_from_the_checks(pg, adb):
             )
             == "42501"
         )
+
+
+# ---------------------------------------------------------------- security round 10: nested markers
+def removed_as_documented(answer: str, verifiable: set[int]) -> str | None:
+    """rag.verify's answer by its documented rule: markers of unverified numbers removed with the white space
+    before them, again while removing one formed another ([5[2]] -> [5]); NULL when no marker names a
+    verifiable citation."""
+    marks = {m for m in re.findall(r"\[([0-9]{1,6})\]", answer) if m == str(int(m))}
+    kept = {str(n) for n in verifiable} & marks
+    if not kept:
+        return None
+
+    def drop(m):
+        d = m.group(1)
+        return "" if d == str(int(d)) and d not in kept else m.group(0)
+
+    while True:
+        shorter = re.sub(r"\s*\[([0-9]{1,6})\]", drop, answer)
+        if shorter == answer:
+            return answer.strip(" ")
+        answer = shorter
+
+
+def test_nested_markers_are_removed_by_the_rule_in_linear_time(pg, adb):
+    """Markers formed by removing others were removed by another pass over the whole text per level of
+    nesting: [1[1[1 ... ]]] 4,000 deep took 1.1-1.8 s, 40,000 deep (120,000 characters, any reader) about
+    three minutes. Now one scan with a stack. 3,000 random answers of brackets, digits, white space and words
+    give the documented rule's text (and abstain when it does), and 40,000 deep returns within a
+    statement_timeout of 10 s (a bound some 20 times what it takes here, to catch the quadratic pass, not
+    to time it)."""
+    import random
+
+    pieces = [
+        "[",
+        "]",
+        "1",
+        "2",
+        "3",
+        "0",
+        "12",
+        " ",
+        "\n",
+        "\t",
+        "a",
+        "[1]",
+        "[2]",
+        "[3]",
+        "[10]",
+        "[0]",
+        "[01]",
+    ]
+    rnd = random.Random(10)
+    with connect(pg, adb, R["reader"]) as c:
+        cid, _ = chunk_of(c, "v.txt")
+        good = "vacuum_freeze_min_age is the cutoff age"
+        cited = [
+            {"n": n, "chunk_id": cid, "quote": good if n in (3, 10, 0) else "not in it"} for n in range(12)
+        ]
+        for _ in range(3000):
+            answer = "".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 60)))
+            got = verify(c, answer, cited, [cid])[0]
+            assert got == removed_as_documented(answer, {3, 10, 0}), repr(answer)
+        c.execute("SET statement_timeout = '10s'")
+        deep = "Deep [3] " + "[1" * 40000 + "]" * 40000 + " end"
+        assert verify(c, deep, cited, [cid])[:3:2] == ("Deep [3] end", "answered")

@@ -188,10 +188,15 @@ BEGIN
         SELECT FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e
         WHERE pg_catalog.jsonb_typeof(e) <> 'object' OR coalesce(e ->> 'question', '') = ''
             OR coalesce(e ->> 'kind', '') NOT IN ('answerable', 'typo', 'out_of_corpus')
+            -- a question written as a JSON array, object or number was asked as that JSON's text, and an id
+            -- as an object or array was reported as its text (security round 10)
+            OR pg_catalog.jsonb_typeof(e -> 'question') <> 'string'
+            OR pg_catalog.jsonb_typeof(e -> 'id') NOT IN ('string', 'number', 'null')
     ) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
-            MESSAGE = 'every question needs a non-empty "question" and a "kind" of answerable, typo or out_of_corpus';
+            MESSAGE = 'every question needs a non-empty "question" and a "kind" of answerable, typo or out_of_corpus',
+            HINT = '"question" is a JSON string; "id", if given, a string or a number.';
     END IF;
     IF NOT EXISTS (SELECT FROM pg_catalog.jsonb_array_elements(_calibrate.questions) AS e
                    WHERE e ->> 'kind' <> 'out_of_corpus')
