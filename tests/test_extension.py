@@ -20,13 +20,13 @@ def test_create_extension_cascade_in_fresh_database(pg, fresh_db):
         c.execute("CREATE EXTENSION pgcite CASCADE")
         c.execute("CREATE EXTENSION pgcite_python CASCADE")
         rows = dict(c.execute("SELECT extname, extversion FROM pg_extension").fetchall())
-    assert rows["pgcite"] == "0.8.0" and rows["pgcite_python"] == "0.8.0"
+    assert rows["pgcite"] == "0.9.0" and rows["pgcite_python"] == "0.9.0"
     assert {"vector", "pg_trgm", "fuzzystrmatch", "plpython3u"} <= set(rows)
     major, minor = (int(x) for x in rows["vector"].split(".")[:2])
     assert (major, minor) >= (0, 8)
 
 
-@pytest.mark.parametrize("old", ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0"])
+@pytest.mark.parametrize("old", ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0"])
 def test_update_from_a_previous_release_equals_a_fresh_install_and_keeps_data(pg, fresh_db, old):
     """ALTER EXTENSION ... UPDATE from a release frozen in extension/released/ gives exactly what a fresh
     install of this version gives, and the data stored under the old release is still there, still answers,
@@ -58,7 +58,7 @@ def test_update_from_a_previous_release_equals_a_fresh_install_and_keeps_data(pg
         c.execute("ALTER EXTENSION pgcite UPDATE")
         c.execute("ALTER EXTENSION pgcite_python UPDATE")
         versions = dict(c.execute("SELECT extname, extversion FROM pg_extension").fetchall())
-        assert versions["pgcite"] == "0.8.0" and versions["pgcite_python"] == "0.8.0"
+        assert versions["pgcite"] == "0.9.0" and versions["pgcite_python"] == "0.9.0"
         # the membership was carried over by role
         assert c.execute("SELECT member_role::text, member_name FROM rag.tenant_member").fetchone() == (
             member,

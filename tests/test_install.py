@@ -122,7 +122,7 @@ def test_install_as_managed_owner_equals_create_extension(pg, managed_db):
     m = managed_db
     rc, out, err = cli("install", "--dsn", m.dsn)
     assert rc == 0, err
-    assert out.startswith("installed pgcite 0.8.0")
+    assert out.startswith("installed pgcite 0.9.0")
     with psycopg.connect(m.dsn) as c:
         installed = catalog(c, installer=m.owner)
         # the owner acted as pgcite_owner while installing, and no longer is
@@ -194,14 +194,14 @@ def test_release_then_upgrade_equals_fresh_install_and_keeps_data(pg, managed_db
     rc, out, err = cli("install", "--dsn", m.dsn)
     assert rc == 0, err
     assert out.splitlines() == [
-        "upgraded pgcite 0.3.0 -> 0.8.0",
+        "upgraded pgcite 0.3.0 -> 0.9.0",
         "migrations applied: 006-trusted.sql, 007-retrieval-stats.sql, 008-words.sql, "
         "009-explain-query-embedding.sql, 010-chunk-tsv.sql, 012-ask-stages.sql, 013-quote-bonus.sql",
     ]
     with psycopg.connect(m.dsn) as c:
         upgraded = catalog(c, installer=m.owner)
         versions = [r[0] for r in c.execute("SELECT version FROM rag.install_version ORDER BY id")]
-        assert versions == ["0.3.0", "0.8.0"]
+        assert versions == ["0.3.0", "0.9.0"]
     ask(m.dsn)  # the owner, an administrator now, asks the data stored under 0.3.0
     with psycopg.connect(m.dsn) as c:
         assert c.execute("SELECT ok, checked FROM rag.verify_log('m')").fetchone() == (True, 2)
@@ -256,7 +256,7 @@ def test_install_twice_is_a_no_op(managed_db):
     with psycopg.connect(m.dsn) as c:
         first = local_snapshot(c), catalog(c)
     rc, out, _ = cli("install", "--dsn", m.dsn)
-    assert (rc, out) == (0, "pgcite 0.8.0 already installed; nothing to do\n")
+    assert (rc, out) == (0, "pgcite 0.9.0 already installed; nothing to do\n")
     with psycopg.connect(m.dsn) as c:
         assert (local_snapshot(c), catalog(c)) == first
         assert c.execute("SELECT count(*) FROM rag.install_version").fetchone()[0] == 1
@@ -274,7 +274,7 @@ def test_concurrent_installers_install_once(managed_db):
     for t in threads:
         t.join()
     assert sorted(r[0] for r in results) == [0, 0], results
-    assert sorted(r[1].split()[0] for r in results) == ["installed", "pgcite"]  # "pgcite 0.8.0 already ..."
+    assert sorted(r[1].split()[0] for r in results) == ["installed", "pgcite"]  # "pgcite 0.9.0 already ..."
     with psycopg.connect(m.dsn) as c:
         assert c.execute("SELECT count(*) FROM rag.install_version").fetchone()[0] == 1
         assert c.execute("SELECT count(*) FROM rag.install_migration").fetchone()[0] == len(
@@ -292,20 +292,20 @@ def test_a_new_migration_runs_once_and_idempotent_files_run_every_time(managed_d
         (base / sub).mkdir(parents=True)
         for f in (ROOT / sub).glob("*.sql"):
             (base / sub / f.name).write_bytes(f.read_bytes())
-    control = (ROOT / "extension" / "pgcite.control").read_text().replace("'0.8.0'", "'0.8.1'")
+    control = (ROOT / "extension" / "pgcite.control").read_text().replace("'0.9.0'", "'0.9.1'")
     (base / "extension" / "pgcite.control").write_text(control)
     (base / "migrations" / "007-next.sql").write_text("CREATE TABLE rag.next_once (x integer);\n")
     access = (base / "sql" / "core" / "000-access.sql").read_text()
     old = "'The embedding model recorded for new chunks and questions"
     assert old in access
-    (base / "sql" / "core" / "000-access.sql").write_text(access.replace(old, "'0.8.1: the embedding model"))
+    (base / "sql" / "core" / "000-access.sql").write_text(access.replace(old, "'0.9.1: the embedding model"))
     src = inst.find_sources(base)
-    assert src.version == "0.8.1"
+    assert src.version == "0.9.1"
     first = inst.install(m.dsn, sources=src)
     assert (first.action, first.previous, first.version, first.migrations) == (
         "upgraded",
-        "0.8.0",
-        "0.8.1",
+        "0.9.0",
+        "0.9.1",
         ["007-next.sql"],
     )
     again = inst.install(m.dsn, sources=src)
@@ -314,14 +314,14 @@ def test_a_new_migration_runs_once_and_idempotent_files_run_every_time(managed_d
         assert (
             c.execute("SELECT obj_description('rag.model_name()'::regprocedure)")
             .fetchone()[0]
-            .startswith("0.8.1: the embedding model")
+            .startswith("0.9.1: the embedding model")
         )
         assert c.execute("SELECT to_regclass('rag.next_once') IS NOT NULL").fetchone()[0]
         rows = c.execute("SELECT version FROM rag.install_version ORDER BY id").fetchall()
-        assert [r[0] for r in rows] == ["0.8.0", "0.8.1"]
-    # and back to the repository's 0.8.0: refused, it is older than what is installed
+        assert [r[0] for r in rows] == ["0.9.0", "0.9.1"]
+    # and back to the repository's 0.9.0: refused, it is older than what is installed
     rc, _, err = cli("install", "--dsn", m.dsn)
-    assert rc == 2 and err.startswith("error [55000]: pgcite 0.8.1 is installed, newer than 0.8.0")
+    assert rc == 2 and err.startswith("error [55000]: pgcite 0.9.1 is installed, newer than 0.9.0")
 
 
 # ---------------------------------------------------------------------- refusals change nothing
@@ -358,7 +358,7 @@ def test_refuses_an_old_pgvector(managed_db):
         state = inst.read_state(c)
     state.requirements["vector"] = "0.7.4"
     with pytest.raises(inst.InstallRefused) as e:
-        inst.check(state, "0.8.0")
+        inst.check(state, "0.9.0")
     assert e.value.sqlstate == "55000" and "vector >= 0.8 (found 0.7.4)" in e.value.message
 
 
@@ -367,7 +367,7 @@ def test_refuses_where_the_extension_is_installed_and_the_other_way_round(manage
     with psycopg.connect(m.dsn, autocommit=True) as c:
         c.execute("CREATE EXTENSION pgcite")  # trusted: the owner may
     _, err = refused(m)
-    assert err.startswith("error [55000]: the extension pgcite 0.8.0 is installed in database")
+    assert err.startswith("error [55000]: the extension pgcite 0.9.0 is installed in database")
     assert "ALTER EXTENSION pgcite UPDATE" in err
     _, err = refused(m, "uninstall", "--dsn", m.dsn)
     assert err.startswith("error [55000]: schema rag belongs to the extension pgcite")
@@ -419,7 +419,7 @@ def test_refuses_an_unknown_release(managed_db):
     _, err = refused(managed_db, "install", "--dsn", managed_db.dsn, "--version", "0.0.9")
     assert err.startswith(
         "error [22023]: no released script of pgcite 0.0.9 "
-        "(released: 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0"
+        "(released: 0.1.0, 0.2.0, 0.3.0, 0.4.0, 0.5.0, 0.6.0, 0.7.0, 0.8.0"
     )
 
 
@@ -755,10 +755,10 @@ def test_installed_package_finds_the_sql(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     root, version, migrations, core, released = json.loads(run.stdout)
     assert Path(root) == target / "pgcite" / "sql"
-    assert version == inst.find_sources().version == "0.8.0"
+    assert version == inst.find_sources().version == "0.9.0"
     assert migrations == sorted(p.name for p in (ROOT / "migrations").glob("*.sql"))
     assert core == sorted(p.name for p in (ROOT / "sql" / "core").glob("*.sql"))
-    assert released == ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0"]
+    assert released == ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0"]
     for name in migrations:  # the same bytes, not a second copy kept in the repository
         assert (target / "pgcite/sql/migrations" / name).read_bytes() == (
             ROOT / "migrations" / name
