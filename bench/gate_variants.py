@@ -64,14 +64,20 @@ def load(conn: psycopg.Connection, out: Path) -> tuple[dict, dict, int]:
     return qs, df, live
 
 
-def combine(s: dict, cov: float, p: float = 0.0) -> float:
-    """The gate score from its signals with coverage replaced: the geometric mean (p = 0, as rag._answer) or a
-    power mean of similarity, coverage and sentence, times the names penalty."""
-    vals = [max(s["similarity"] or 0, 1e-6), max(cov, 1e-6)] + ([s["sentence"]] if s.get("sentence") else [])
+WEIGHTS = (1.75, 1.0, 0.5)  # rag._answer's weights of similarity, coverage and sentence (#11 gate round 8)
+
+
+def combine(s: dict, cov: float, p: float = 0.0, weights: tuple = WEIGHTS) -> float:
+    """The gate score from its signals with coverage replaced: the weighted geometric mean (p = 0, as
+    rag._answer) or a weighted power mean of similarity, coverage and sentence, times the names penalty."""
+    vals = [(max(s["similarity"] or 0, 1e-6), weights[0]), (max(cov, 1e-6), weights[1])]
+    if s.get("sentence"):
+        vals.append((s["sentence"], weights[2]))
+    total = sum(w for _, w in vals)
     if p == 0:
-        g = math.exp(sum(math.log(v) for v in vals) / len(vals))
+        g = math.exp(sum(w * math.log(v) for v, w in vals) / total)
     else:
-        g = (sum(v**p for v in vals) / len(vals)) ** (1 / p)
+        g = (sum(w * v**p for v, w in vals) / total) ** (1 / p)
     names = s.get("names")
     return g * max(1 if names is None else names, 0.25) ** 0.25
 
@@ -164,6 +170,15 @@ def main() -> int:
             (
                 f"power mean p = {p}",
                 lambda q, p=p: combine(q["gate"]["signals"], q["gate"]["signals"]["coverage"], p),
+            )
+        )
+    for a, c in ((1, 1), (1.5, 0.5), (2, 0.5), (2, 0.25), (2.5, 0.25), (1.75, 0.25), (1.75, 0.75)):
+        variants.append(
+            (
+                f"weights {a} / 1 / {c} (similarity / coverage / sentence)",
+                lambda q, a=a, c=c: combine(
+                    q["gate"]["signals"], q["gate"]["signals"]["coverage"], weights=(a, 1, c)
+                ),
             )
         )
     for lam in (0.25, 0.5, 1):

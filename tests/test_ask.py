@@ -109,8 +109,14 @@ def test_gate_weighs_the_chunk_similarity_most(conn):
     """#11 gate round 8: a short question sharing one word with the corpus ("tree" of B-tree) gets coverage
     0.75 from that word alone and a fair best sentence, but no close chunk; the score weighs the chunk's
     similarity 1.75, coverage 1 and the sentence 0.5, so it abstains with the documented reason while the
-    corpus's own term ("B-tree") is answered."""
+    corpus's own term ("B-tree") is answered. Asked as a tenant reader."""
+    role = f"gate_reader_{uuid.uuid4().hex[:6]}"
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('tiny', %s)", (role,))
+    conn.execute(f"SET ROLE {role}")
     generic = ask(conn, "What is a tree?")
+    term = ask(conn, "What is a B-tree?")
+    conn.execute("RESET ROLE")
     g = generic["evidence"]["gate"]
     s = g["signals"]
     assert s["coverage"] == 0.75 and s["names"] is None
@@ -126,7 +132,6 @@ def test_gate_weighs_the_chunk_similarity_most(conn):
         "no_relevant_sources",
         ["score"],
     )
-    term = ask(conn, "What is a B-tree?")
     assert term["status"] == "answered", term["evidence"]["gate"]
     t = term["evidence"]["gate"]["signals"]
     assert t["score"] == pytest.approx(
