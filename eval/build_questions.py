@@ -11,7 +11,7 @@ hard negatives first, then the easy ones) and alternately assigned
 calibration, test, calibration, ...  So each kind alternates within each
 chapter and is split about half/half overall.  tiny.jsonl is all "test".
 DEV_CALIBRATION and OFFTOPIC_CALIBRATION (session 7), OFFTOPIC_CALIBRATION_2 (session 8) and
-OFFTOPIC_CALIBRATION_3 (session 10) are appended
+OFFTOPIC_CALIBRATION_3 (session 10) and OFFTOPIC_CALIBRATION_4 (session 11) are appended
 after them, all "calibration": the test split stays the one earlier rounds scored.
 """
 
@@ -2043,6 +2043,62 @@ OFFTOPIC_CALIBRATION_3 = [
 ]
 
 
+# Session 11 (issue #11, gate round 8): 50 more, all calibration, written before pgcite was run on them: other
+# software and devices, other database products, general knowledge, and short generic questions.
+OFFTOPIC_CALIBRATION_4 = [
+    "How do I change my desktop wallpaper?",
+    "What is a lambda function in Python?",
+    "How do I bookmark a website?",
+    "What is the freezing point of salt water?",
+    "How do I freeze the top row in a spreadsheet?",
+    "What is a foreign exchange rate?",
+    "How do I set up a Wi-Fi hotspot on my phone?",
+    "What is an API key?",
+    "How do I enable dark mode on Windows?",
+    "What is a service mesh?",
+    "How do I convert a PDF to a Word document?",
+    "What is the tallest mountain in Africa?",
+    "How do I create a virtual environment in Python?",
+    "What is a content delivery network?",
+    "How do I configure replica sets in MongoDB?",
+    "What is the InnoDB buffer pool in MySQL?",
+    "How do I create a materialized view in Oracle?",
+    "What is a columnstore index in SQL Server?",
+    "How do I back up a Cassandra keyspace with nodetool snapshot?",
+    "How does Redis persist data with AOF?",
+    "What is a TTL index in MongoDB?",
+    "How do I enable binary logging in MariaDB?",
+    "How do I shrink a transaction log in SQL Server?",
+    "What is a shard key?",
+    "How do I plant tomatoes?",
+    "Who painted the Mona Lisa?",
+    "What is a solar eclipse?",
+    "How do I jump-start a car battery?",
+    "How many continents are there?",
+    "What is compound interest?",
+    "How do I remove a stain from a carpet?",
+    "What causes earthquakes?",
+    "What is a binary search tree?",
+    "What is a stack overflow?",
+    "How do I empty the recycle bin?",
+    "What is a memory leak?",
+    "How do I print a page?",
+    "What is a list comprehension in Python?",
+    "How do I check the time?",
+    "What is a struct in C?",
+    "How do I sign a document electronically?",
+    "What is a firewall?",
+    "How do I mute a video call?",
+    "What is an event listener?",
+    "How do I open a terminal on a Mac?",
+    "What is a template?",
+    "How do I split a string in Java?",
+    "What is a packet?",
+    "How do I renew my passport?",
+    "What is a cursor in a text editor?",
+]
+
+
 def record(qid, kind, question, expect, split):
     r = {"id": qid, "question": question, "expect": expect, "kind": kind, "split": split}
     if qid in ANSWER_HAS:
@@ -2078,7 +2134,8 @@ def main():
     offtopic_calibration = [
         record(f"off-{i:03d}", O, text, [], "calibration")
         for i, text in enumerate(
-            OFFTOPIC_CALIBRATION + OFFTOPIC_CALIBRATION_2 + OFFTOPIC_CALIBRATION_3, start=start
+            OFFTOPIC_CALIBRATION + OFFTOPIC_CALIBRATION_2 + OFFTOPIC_CALIBRATION_3 + OFFTOPIC_CALIBRATION_4,
+            start=start,
         )
     ]
     write(os.path.join(HERE, "offtopic.jsonl"), assign_splits(offtopic) + offtopic_calibration)

@@ -99,8 +99,44 @@ def test_typo_correction_fixes_typos_but_keeps_names_the_corpus_lacks(conn):
     )
 
 
-def geometric_mean(*values):
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+def geometric_mean(similarity, coverage, sentence):
+    """The gate's weighted geometric mean (#11 gate round 8): similarity 1.75, coverage 1, sentence 0.5."""
+    weights = ((similarity, 1.75), (coverage, 1.0), (sentence, 0.5))
+    return math.exp(sum(w * math.log(v) for v, w in weights) / sum(w for _, w in weights))
+
+
+def test_gate_weighs_the_chunk_similarity_most(conn):
+    """#11 gate round 8: a short question sharing one word with the corpus ("tree" of B-tree) gets coverage
+    0.75 from that word alone and a fair best sentence, but no close chunk; the score weighs the chunk's
+    similarity 1.75, coverage 1 and the sentence 0.5, so it abstains with the documented reason while the
+    corpus's own term ("B-tree") is answered. Asked as a tenant reader."""
+    role = f"gate_reader_{uuid.uuid4().hex[:6]}"
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('tiny', %s)", (role,))
+    conn.execute(f"SET ROLE {role}")
+    generic = ask(conn, "What is a tree?")
+    term = ask(conn, "What is a B-tree?")
+    conn.execute("RESET ROLE")
+    g = generic["evidence"]["gate"]
+    s = g["signals"]
+    assert s["coverage"] == 0.75 and s["names"] is None
+    assert s["score"] == pytest.approx(
+        geometric_mean(s["similarity"], s["coverage"], s["sentence"]), abs=1e-5
+    )
+    # the chunk's similarity is the weakest signal here, and weighs most: lower than the plain mean
+    assert s["similarity"] < min(s["coverage"], s["sentence"])
+    plain = math.exp((math.log(s["similarity"]) + math.log(s["coverage"]) + math.log(s["sentence"])) / 3)
+    assert s["score"] < plain - 0.01
+    assert (generic["status"], generic["reason"], g["failed"]) == (
+        "abstained",
+        "no_relevant_sources",
+        ["score"],
+    )
+    assert term["status"] == "answered", term["evidence"]["gate"]
+    t = term["evidence"]["gate"]["signals"]
+    assert t["score"] == pytest.approx(
+        geometric_mean(t["similarity"], t["coverage"], t["sentence"]), abs=1e-5
+    )
 
 
 def test_gate_marks_down_names_the_passages_lack(conn):

@@ -293,8 +293,8 @@ def test_shipped_question_sets_load():
     tiny = load_questions(ROOT / "eval" / "tiny.jsonl", "test")
     assert [x.kind for x in tiny].count("out_of_corpus") == 2
     off = load_questions(ROOT / "eval" / "offtopic.jsonl")
-    assert len(off) == 451 and {x.kind for x in off} == {"out_of_corpus"}
-    assert len(load_questions(ROOT / "eval" / "offtopic.jsonl", "calibration")) == 296
+    assert len(off) == 501 and {x.kind for x in off} == {"out_of_corpus"}
+    assert len(load_questions(ROOT / "eval" / "offtopic.jsonl", "calibration")) == 346
     assert len(load_questions(ROOT / "eval" / "offtopic.jsonl", "test")) == 155
 
 

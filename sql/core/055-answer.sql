@@ -281,15 +281,18 @@ BEGIN
         WHERE (s ->> 'end')::integer - (s ->> 'start')::integer >= 20;
     END IF;
 
-    -- Gate: the score is the geometric mean of the signals that exist (similarity of the best chunk, share
-    -- of the question's words in the top passages, similarity of the best sentence), so one weak signal
-    -- cannot be outvoted by the others. Names the passages lack can only lower it: by the fourth root of
+    -- Gate: the score is the weighted geometric mean of the signals that exist (similarity of the best chunk,
+    -- weight 1.75; share of the question's words in the top passages, 1; similarity of the best sentence, 0.5),
+    -- so one weak signal cannot be outvoted by the others. The chunk's similarity weighs most: a short question
+    -- that shares one word with the corpus gets coverage 0.75 and a close sentence from that word alone, not
+    -- a close chunk (#11 gate round 8: 9 -> 7 of 346 calibration negatives answered, false abstentions
+    -- unchanged; docs/BENCHMARKS.md). Names the passages lack can only lower it: by the fourth root of
     -- the share found, floored at 0.25, so a question whose one name is missing keeps 0.71 of its score
     -- (a user's own column name is a name the corpus cannot know). The score must reach min_score.
-    SELECT round((exp(avg(ln(greatest(x.v, 1e-6))))
+    SELECT round((exp(sum(x.w * ln(greatest(x.v, 1e-6))) / sum(x.w))
         * pg_catalog.power(greatest(coalesce(names_found, 1), 0.25), 0.25))::numeric, 6)::float8
     INTO gate_score
-    FROM (VALUES (coalesce(best_sim, 0)), (coverage), (best_sentence)) AS x (v)
+    FROM (VALUES (coalesce(best_sim, 0), 1.75), (coverage, 1.0), (best_sentence, 0.5)) AS x (v, w)
     WHERE x.v IS NOT NULL;
     -- NaN (a chunk stored with a zero vector before 0.3.0) sorts above every number in PostgreSQL: it fails.
     IF gate_score IS NULL OR gate_score = 'NaN'::float8 OR gate_score < (thresholds ->> 'min_score')::float8 THEN
