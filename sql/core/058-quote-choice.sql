@@ -60,8 +60,8 @@ DECLARE
     w jsonb := rag._quote_weights();
     q_terms text [] := rag._content_terms(p_corrected);
     soft_limit CONSTANT integer := 700;
-    -- a sentence that qualifies the one before it (widening takes it)
-    qualifier CONSTANT text := '^(However|But|Unless|Except|Otherwise|Instead|Therefore|Thus|Hence|This means|'
+    -- a sentence that qualifies the one before it (widening takes it), also in parentheses ("(Therefore, ...)")
+    qualifier CONSTANT text := '^\(?(However|But|Unless|Except|Otherwise|Instead|Therefore|Thus|Hence|This means|'
         || 'That is|Even so|Nevertheless|Still)\M';
     hard_limit CONSTANT integer := 1200;
     n integer;
@@ -333,7 +333,7 @@ BEGIN
                     WHERE g.x <> k AND j BETWEEN pick_first[g.x] AND pick_last[g.x]) THEN
                 j := NULL;
             END IF;
-            IF i IS NOT NULL AND s_text[a] ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*)?(This|These|That|'
+            IF i IS NOT NULL AND s_text[a] ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*|\()?(This|These|That|'
                 || 'Those|Such|It|Its|They|Their|Them|Therefore|Thus|Hence|So|However|But|Also|Otherwise|Instead|'
                 || 'Then|Here|There|The (latter|former))\M') THEN
                 pick_first[k] := i;
@@ -352,7 +352,7 @@ BEGIN
             -- a short statement carried on by the next sentence, which speaks of it ("It contains ...", "This
             -- command collects ..."): the statement names the subject, the next one says what the question asks
             ELSIF j IS NOT NULL AND s_end[b] - s_start[a] <= coalesce((w ->> 'forward')::float8, 0)
-                AND s_text[j] ~ '^(It|Its|This|These|They|Their|Such|Each|Both)\M' THEN
+                AND s_text[j] ~ '^\(?(It|Its|This|These|They|Their|Such|Each|Both)\M' THEN
                 pick_last[k] := j;
             ELSIF i IS NOT NULL AND s_base[i] >= s_base[a] - (w ->> 'neighbour')::float8
                 AND (j IS NULL OR s_base[i] >= s_base[j]) THEN
