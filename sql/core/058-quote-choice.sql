@@ -82,6 +82,11 @@ DECLARE
     s_reach boolean [];  -- the span is of a section chunk (rag._answer's section reach), not of a passage
     s_bound boolean [];  -- code, table or a continuation quoted only with its introduction
     u_last integer [];  -- last span of the unit an introducing span heads (NULL: not an introducer)
+    -- the rank a span counts as for the rank penalty: its chunk's, or for the items of a list carried on from the
+    -- document's previous chunk (a better-ranked passage), moved towards that chunk's rank by weights.list_rank
+    s_rank float8 [];
+    l_rank integer [];  -- the best rank of the chunks a list item's list runs through up to it (NULL: not in a list)
+    w_list float8 := coalesce((rag._quote_weights() ->> 'list_rank')::float8, 0);
     cand_first integer [] := '{}';
     cand_last integer [] := '{}';
     cand_score float8 [] := '{}';
@@ -175,6 +180,24 @@ BEGIN
     s_bound := pg_catalog.array_fill(false, ARRAY[n]);
     u_last := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
 
+    -- A list carried on into the document's next chunk: its items there count (with weights.list_rank) as ranked
+    -- nearer the chunk the list began in (a procedure whose later steps fell into a lower passage).
+    l_rank := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
+    s_rank := pg_catalog.array_fill(NULL::float8, ARRAY[n]);
+    FOR i IN 1..n LOOP
+        IF s_kind[i] = 'list' OR (NOT s_para_start[i] AND s_kind[i] = 'text' AND i > 1 AND l_rank[i - 1] IS NOT NULL
+            AND c_id[i] = c_id[i - 1]) THEN
+            l_rank[i] := c_rank[i];
+            IF i > 1 AND l_rank[i - 1] IS NOT NULL AND (c_id[i] = c_id[i - 1]
+                OR c_doc[i] = c_doc[i - 1] AND c_idx[i] = c_idx[i - 1] + 1 AND s_start[i] = (
+                    SELECT min(s_start[g.x]) FROM pg_catalog.generate_series(1, n) AS g (x) WHERE c_id[g.x] = c_id[i]))
+            THEN
+                l_rank[i] := least(c_rank[i], l_rank[i - 1]);
+            END IF;
+        END IF;
+        s_rank[i] := c_rank[i] - w_list * (c_rank[i] - coalesce(l_rank[i], c_rank[i]));
+    END LOOP;
+
     -- Units: an introducing sentence and what it introduces.
     FOR i IN 1..n - 1 LOOP
         CONTINUE WHEN s_kind[i] IN ('code', 'table', 'heading');
@@ -222,7 +245,7 @@ BEGIN
             cand_score := cand_score || (
                 (SELECT max(s_base[g.x]) FROM pg_catalog.generate_series(i, u_last[i]) AS g (x))
                 + rag._quote_bonus(rag._span_text(c_id, c_content, s_start, s_end, i, u_last[i]), features, NULL)
-                - p_rank_penalty * (c_rank[i] - 1));
+                - p_rank_penalty * (s_rank[i] - 1));
         ELSIF NOT s_bound[i] AND s_kind[i] <> 'heading' AND s_end[i] - s_start[i] >= 20
             AND NOT (s_text[i] ~ ':\s*$' AND (i = n OR c_id[i + 1] <> c_id[i]))
             -- nor is the lower-case rest of a sentence begun before (in a chunk that is not a passage)
@@ -231,7 +254,7 @@ BEGIN
                 || 'should)\M') THEN
             cand_first := cand_first || i;
             cand_last := cand_last || i;
-            cand_score := cand_score || (s_score[i] - p_rank_penalty * (c_rank[i] - 1));
+            cand_score := cand_score || (s_score[i] - p_rank_penalty * (s_rank[i] - 1));
         END IF;
     END LOOP;
     IF pg_catalog.cardinality(cand_first) = 0 THEN
