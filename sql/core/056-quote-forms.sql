@@ -187,9 +187,11 @@ BEGIN
     RETURN
         -- code that is not a demonstration (a query shown with its output)
         (p_span ~ '(^|\n)[ \t]*(```|~~~)' AND p_span !~ '\n[ \t]*(-{3,}[-+]*|\(\d+ rows?\)|\?column\?)[ \t]*(\n|$)')
-        -- an imperative, also as a list item or a note
+        -- an imperative, also as a list item or a note; not a verb that begins a noun phrase, the subject of the
+        -- sentence ("Stop words are ...", "Check constraints can ...")
         OR p_span ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*[ \t]*)?)?('
-            || verbs || ')\M')
+            || verbs || ')\M') AND p_span !~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*'
+            || '[ \t]*)?)?[A-Z][a-z]+ [a-z]+s (is|are|was|were|can|cannot|may|might|will|must|should|do|does|have|has)\M')
         -- a purpose clause and then what to do: "To remove an index, use ..."
         OR p_span ~* ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+)?(to|in order to) [^.,]+, (you |it is |(' || verbs
             || ')\M)')
