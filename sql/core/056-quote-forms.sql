@@ -260,7 +260,7 @@ AS $fn$
         "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8,
         "lexical_share": 0.5, "section_last": 0, "forward": 300, "quantity": 0.2, "idf": 0.75,
         "skip_see": 1, "context": 0.3, "lower": 10, "lower_margin": 0.065, "lower_rank": 2,
-        "asks_for": 0.1, "action": 0.2, "condition": 0.1, "list_rank": 0.5}'::jsonb
+        "asks_for": 0.1, "action": 0.2, "condition": 0.1, "list_rank": 0.5, "sibling": 0.1}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
