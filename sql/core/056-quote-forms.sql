@@ -280,7 +280,12 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 'every passage''s best by lower_margin, counted as rank lower_rank (rag._answer; 0: off; the PL/Python path only); '
 'asks_for: the preference for a span naming the kind of thing a which/what question asks for '
 '("Which archive format does ...": archive, format); action: the preference for a span holding the verb of a '
-'how-do-I question in any of its inflections (rag._question_action).';
+'how-do-I question in any of its inflections (rag._question_action); condition: the preference for a span '
+'opening with a condition that shares a word with the question''s (or states an absence, for one); list_rank: '
+'how far the items of a list carried on into the document''s next chunk move towards the rank of the chunk the '
+'list began in (0: not at all, 1: that rank; rag._choose_quotes); sibling: how much lower a passage''s spans '
+'score when they compete as the section chunk of a better-ranked passage of their section (rag._answer; '
+'negative: off).';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and

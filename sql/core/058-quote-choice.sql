@@ -18,17 +18,18 @@
 --     document when that chunk is a passage too (it is then quoted as two quotes, one per chunk). Code and tables
 --     are quoted only with their introduction when they have one; a unit scores as its best member.
 --   * A candidate's score adds rag._quote_bonus of its text and loses rank_penalty per rank of its (first) chunk
---     below the first. The best candidate is quoted, then the next ones within quote_margin of it (max_quotes in
---     all, none overlapping another); a sentence within two of chosen prose in the same paragraph joins it as one
---     contiguous span. An introduction whose block is not in the passages, and the lower-case rest of a sentence
+--     below the first; the items of a list carried on from the document's previous chunk (a better-ranked
+--     passage) count as ranked nearer that chunk (weights.list_rank). The best candidate is quoted, then the
+--     next ones within quote_margin of it (max_quotes in all, none overlapping another); a sentence within two
+--     of chosen prose in the same paragraph joins it as one contiguous span. An introduction whose block is not in the passages, and the lower-case rest of a sentence
 --     begun in another chunk, are not candidates.
 --   * The answer is then completed by one more candidate within weights.complete of the best (max_quotes
 --     permitting): for a "how do I" or "why" question whose quotes neither say what to do nor give a reason, the
 --     best candidate that does (rag._has_asked_form); otherwise the best candidate of a passage not quoted yet.
 --   * Chosen prose then grows, within its paragraph and up to three sentences, by the sentence before when it
 --     leans on it ("This", "It", "However", ...), by the sentence after when that one qualifies it ("However",
---     "But", ...; with weights.skip_see also across a cross-reference between them, "For ..., see ...") or speaks
---     of it ("It ...", "This ...", "These ...": a statement that names the subject carried
+--     "But", "(Therefore, ...)", ...; with weights.skip_see also across a cross-reference between them, "For
+--     ..., see ...") or speaks of it ("It ...", "This ...", "These ...": a statement that names the subject carried
 --     on by the one that says what the question asks; while the prose is at most weights.forward characters), and
 --     by a neighbour whose span score is within weights.neighbour of its own; a unit ending in prose may take two
 --     more sentences of that paragraph the same way. With weights.section_last, a section chunk completes the
