@@ -1093,8 +1093,8 @@ def test_an_ask_scores_no_lower_chunk_that_cannot_compete(conn, widgets):
     assert calls == {"_may_score_at_least": 1, "_sentence_scores": 1 + (len(reach) > 0)}
 
 
-# Round 8 (session 11): the question's condition, parenthesised qualifiers, verbs that begin a noun phrase, a list
-# carried on into the next chunk.
+# Round 8 (session 11): the question's condition, parenthesised qualifiers, verbs that begin a noun phrase, a
+# list carried on into the next chunk.
 GADGET_ROUND8 = """# Gadget weights
 
 Each gadget is weighed on the workshop scale before it leaves, and the scale is checked every week.
@@ -1128,9 +1128,9 @@ def test_condition_of_the_question(conn, gadgets):
     assert conn.execute("SELECT (rag._quote_weights() ->> 'condition')::float8").fetchone()[0] == 0.1
     scores = {"Each gadget is weighed": 0.9, "If no weight": 0.85}
     order = ["Gadget weights"]
-    assert choose(conn, "What does the frobnicator assume when I pass none?", scores, order, max_quotes=1) == [
-        "If no weight is given, the frobnicator assumes one pound."
-    ]
+    assert choose(
+        conn, "What does the frobnicator assume when I pass none?", scores, order, max_quotes=1
+    ) == ["If no weight is given, the frobnicator assumes one pound."]
     assert choose(conn, "What does the frobnicator assume?", scores, order, max_quotes=1)[0].startswith(
         "Each gadget is weighed"
     )
@@ -1141,8 +1141,8 @@ def test_condition_of_the_question(conn, gadgets):
 
 
 def test_parenthesised_qualifier_widens_the_quote(conn, gadgets):
-    """A qualifying sentence in parentheses ("(Therefore, ...)") joins the sentence it qualifies, as one without
-    them does, though it scores far lower (0.3 to 0.9); the unrelated sentences around them do not."""
+    """A qualifying sentence in parentheses ("(Therefore, ...)") joins the sentence it qualifies, as one
+    without them does, though it scores far lower (0.3 to 0.9); the unrelated sentences around them do not."""
     conn.execute("SELECT * FROM rag.ingest('gadgets', 'round8.md', %s, 'markdown')", (GADGET_ROUND8,))
     quotes = choose(
         conn,
@@ -1157,7 +1157,8 @@ def test_parenthesised_qualifier_widens_the_quote(conn, gadgets):
 
 
 def test_verb_opening_a_noun_phrase_is_not_an_imperative(conn):
-    """ "Stop words are ..." does not say what to do (its subject is a noun phrase); "Stop the server." does."""
+    """ "Stop words are ..." does not say what to do (its subject is a noun phrase); "Stop the server."
+    does."""
     says = "SELECT rag._says_what_to_do(%s)"
     for span, expected in [
         ("Stop words are words that are very common.", False),
@@ -1173,8 +1174,8 @@ def test_verb_opening_a_noun_phrase_is_not_an_imperative(conn):
 REPAIR = (
     "# Repairing a gadget\n\nHere is the procedure:\n\n"
     + "".join(
-        f"{i}. Step {i} of the repair: take the gadget part number {i} out of its tray and wipe it with a soft "
-        "dry cloth before going on.\n"
+        f"{i}. Step {i} of the repair: take the gadget part number {i} out of its tray and wipe it with a "
+        "soft dry cloth before going on.\n"
         for i in range(1, 13)
     )
     + "\nThe repair is then complete.\n"
@@ -1183,17 +1184,17 @@ PARTS = "# Gadget parts\n\nThe tenth part of a gadget is its spring, which is wo
 
 
 def test_list_carried_on_into_the_next_chunk(conn, db):
-    """A procedure longer than a chunk: its later steps are in the document's next chunk, a lower passage. Those
-    steps count halfway towards the rank of the chunk the list began in (weights.list_rank 0.5: a rank penalty
-    of 0.05 instead of 0.1), so step 10 scored 0.76 beats the procedure's introduction (0.7) where a sentence
-    of another document's chunk at the same rank and score does not."""
+    """A procedure longer than a chunk: its later steps are in the document's next chunk, a lower passage.
+    Those steps count halfway towards the rank of the chunk the list began in (weights.list_rank 0.5: a rank
+    penalty of 0.05 instead of 0.1), so step 10 scored 0.76 beats the procedure's introduction (0.7) where a
+    sentence of another document's chunk at the same rank and score does not."""
     conn.execute("SELECT rag.create_tenant('repairs')")
     conn.execute("SELECT * FROM rag.ingest('repairs', 'repair.md', %s, 'markdown')", (REPAIR,))
     conn.execute("SELECT * FROM rag.ingest('repairs', 'parts.md', %s, 'markdown')", (PARTS,))
     rows = conn.execute(
         "SELECT c.chunk_id, c.doc_key, c.chunk_index, c.content, s.start_pos, s.end_pos FROM rag.chunk AS c "
-        "JOIN rag.sentence AS s USING (chunk_id) WHERE c.tenant = 'repairs' ORDER BY c.doc_key, c.chunk_index, "
-        "s.start_pos"
+        "JOIN rag.sentence AS s USING (chunk_id) WHERE c.tenant = 'repairs' "
+        "ORDER BY c.doc_key, c.chunk_index, s.start_pos"
     ).fetchall()
     chunks = {(doc, idx): cid for cid, doc, idx, *_ in rows}
     assert set(chunks) == {("repair.md", 0), ("repair.md", 1), ("parts.md", 0)}

@@ -104,7 +104,8 @@ BEGIN
                 SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[2])) > 0
                     THEN pg_catalog.jsonb_build_object('terms', pg_catalog.to_jsonb(rag._content_terms(m.a[2])),
                         'absent', pg_catalog.lower(m.a[1]) IN ('without', 'unless')
-                            OR m.a[2] ~* '\m(no|not|none|nothing|never|empty|missing|omit|omits|omitted|off|zero)\M|n''t\M')
+                            OR m.a[2] ~* ('\m(no|not|none|nothing|never|empty|missing|omit|omits|omitted|off|'
+                                || 'zero)\M|n''t\M'))
                     END
                 FROM pg_catalog.regexp_match(p_question,
                     '\m(if|when|whenever|unless|without)\s+(?!(?:should|must|is|are|was|were|do|does|did|can|could|'
@@ -191,7 +192,8 @@ BEGIN
         -- sentence ("Stop words are ...", "Check constraints can ...")
         OR p_span ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*[ \t]*)?)?('
             || verbs || ')\M') AND p_span !~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*'
-            || '[ \t]*)?)?[A-Z][a-z]+ [a-z]+s (is|are|was|were|can|cannot|may|might|will|must|should|do|does|have|has)\M')
+            || '[ \t]*)?)?[A-Z][a-z]+ [a-z]+s (is|are|was|were|can|cannot|may|might|will|must|should|do|does|'
+            || 'have|has)\M')
         -- a purpose clause and then what to do: "To remove an index, use ..."
         OR p_span ~* ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+)?(to|in order to) [^.,]+, (you |it is |(' || verbs
             || ')\M)')

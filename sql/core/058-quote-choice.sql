@@ -21,8 +21,8 @@
 --     below the first; the items of a list carried on from the document's previous chunk (a better-ranked
 --     passage) count as ranked nearer that chunk (weights.list_rank). The best candidate is quoted, then the
 --     next ones within quote_margin of it (max_quotes in all, none overlapping another); a sentence within two
---     of chosen prose in the same paragraph joins it as one contiguous span. An introduction whose block is not in the passages, and the lower-case rest of a sentence
---     begun in another chunk, are not candidates.
+--     of chosen prose in the same paragraph joins it as one contiguous span. An introduction whose block is not
+--     in the passages, and the lower-case rest of a sentence begun in another chunk, are not candidates.
 --   * The answer is then completed by one more candidate within weights.complete of the best (max_quotes
 --     permitting): for a "how do I" or "why" question whose quotes neither say what to do nor give a reason, the
 --     best candidate that does (rag._has_asked_form); otherwise the best candidate of a passage not quoted yet.
