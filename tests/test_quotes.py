@@ -1091,3 +1091,142 @@ def test_an_ask_scores_no_lower_chunk_that_cannot_compete(conn, widgets):
         ).fetchall()
     )
     assert calls == {"_may_score_at_least": 1, "_sentence_scores": 1 + (len(reach) > 0)}
+
+
+# Round 8 (session 11): the question's condition, parenthesised qualifiers, verbs that begin a noun phrase, a
+# list carried on into the next chunk.
+GADGET_ROUND8 = """# Gadget weights
+
+Each gadget is weighed on the workshop scale before it leaves, and the scale is checked every week.
+
+If no weight is given, the frobnicator assumes one pound.
+
+# Gadget shipping
+
+Gadget orders are collected every day. Gadgets are shipped on Mondays. (Therefore, a gadget ordered on a \
+Tuesday waits six days.) The shipping office is painted blue.
+"""
+
+
+def test_condition_of_the_question(conn, gadgets):
+    """A question that sets a condition ("... when I pass none?") prefers by weights.condition (0.1) a span
+    that opens with a condition sharing its words or, for an absence, stating one ("If no weight is given"):
+    enough to beat a span scored a little higher. Without the condition the better-scored span wins. A
+    question word ("When should I ...?") sets no condition."""
+    conn.execute("SELECT * FROM rag.ingest('gadgets', 'round8.md', %s, 'markdown')", (GADGET_ROUND8,))
+    features = "SELECT rag._question_features(%s) -> 'condition'"
+    assert conn.execute(features, ("What does the frobnicator assume when I pass none?",)).fetchone()[0] == {
+        "terms": ["none", "pass"],
+        "absent": True,
+    }
+    assert conn.execute(features, ("What happens if I set vacuum_freeze_table_age to 0?",)).fetchone()[0] == {
+        "terms": ["set", "vacuum_freeze_table_age"],
+        "absent": False,
+    }
+    for q in ("When should I build a B-tree index?", "What does the frobnicator assume?"):
+        assert conn.execute(features, (q,)).fetchone()[0] is None, q
+    assert conn.execute("SELECT (rag._quote_weights() ->> 'condition')::float8").fetchone()[0] == 0.1
+    scores = {"Each gadget is weighed": 0.9, "If no weight": 0.85}
+    order = ["Gadget weights"]
+    assert choose(
+        conn, "What does the frobnicator assume when I pass none?", scores, order, max_quotes=1
+    ) == ["If no weight is given, the frobnicator assumes one pound."]
+    assert choose(conn, "What does the frobnicator assume?", scores, order, max_quotes=1)[0].startswith(
+        "Each gadget is weighed"
+    )
+    # a condition that is not an absence and shares no word with the span's: no preference
+    assert choose(
+        conn, "What does the frobnicator assume if the scale is broken?", scores, order, max_quotes=1
+    )[0].startswith("Each gadget is weighed")
+
+
+def test_parenthesised_qualifier_widens_the_quote(conn, gadgets):
+    """A qualifying sentence in parentheses ("(Therefore, ...)") joins the sentence it qualifies, as one
+    without them does, though it scores far lower (0.3 to 0.9); the unrelated sentences around them do not."""
+    conn.execute("SELECT * FROM rag.ingest('gadgets', 'round8.md', %s, 'markdown')", (GADGET_ROUND8,))
+    quotes = choose(
+        conn,
+        "On which day are gadgets shipped?",
+        {"Gadgets are shipped": 0.9, "Gadget orders": 0.5, "(Therefore": 0.3},
+        ["Gadget shipping"],
+        max_quotes=1,
+    )
+    assert quotes == [
+        "Gadgets are shipped on Mondays. (Therefore, a gadget ordered on a Tuesday waits six days.)"
+    ]
+
+
+def test_verb_opening_a_noun_phrase_is_not_an_imperative(conn):
+    """ "Stop words are ..." does not say what to do (its subject is a noun phrase); "Stop the server."
+    does."""
+    says = "SELECT rag._says_what_to_do(%s)"
+    for span, expected in [
+        ("Stop words are words that are very common.", False),
+        ("Check constraints can be added later.", False),
+        ("- Restore points are named by the user.", False),
+        ("Stop the server, if it is running.", True),
+        ("1. Remove all existing files.", True),
+        ("Make sure it is running.", True),
+    ]:
+        assert conn.execute(says, (span,)).fetchone()[0] is expected, span
+
+
+REPAIR = (
+    "# Repairing a gadget\n\nHere is the procedure:\n\n"
+    + "".join(
+        f"{i}. Step {i} of the repair: take the gadget part number {i} out of its tray and wipe it with a "
+        "soft dry cloth before going on.\n"
+        for i in range(1, 13)
+    )
+    + "\nThe repair is then complete.\n"
+)
+PARTS = "# Gadget parts\n\nThe tenth part of a gadget is its spring, which is wound by hand.\n"
+
+
+def test_list_carried_on_into_the_next_chunk(conn, db):
+    """A procedure longer than a chunk: its later steps are in the document's next chunk, a lower passage.
+    Those steps count halfway towards the rank of the chunk the list began in (weights.list_rank 0.5: a rank
+    penalty of 0.05 instead of 0.1), so step 10 scored 0.76 beats the procedure's introduction (0.7) where a
+    sentence of another document's chunk at the same rank and score does not."""
+    conn.execute("SELECT rag.create_tenant('repairs')")
+    conn.execute("SELECT * FROM rag.ingest('repairs', 'repair.md', %s, 'markdown')", (REPAIR,))
+    conn.execute("SELECT * FROM rag.ingest('repairs', 'parts.md', %s, 'markdown')", (PARTS,))
+    rows = conn.execute(
+        "SELECT c.chunk_id, c.doc_key, c.chunk_index, c.content, s.start_pos, s.end_pos FROM rag.chunk AS c "
+        "JOIN rag.sentence AS s USING (chunk_id) WHERE c.tenant = 'repairs' "
+        "ORDER BY c.doc_key, c.chunk_index, s.start_pos"
+    ).fetchall()
+    chunks = {(doc, idx): cid for cid, doc, idx, *_ in rows}
+    assert set(chunks) == {("repair.md", 0), ("repair.md", 1), ("parts.md", 0)}
+    content = {cid: text for cid, _, _, text, *_ in rows}
+    step10 = "10. Step 10 of the repair"
+    assert step10 in content[chunks[("repair.md", 1)]]
+
+    def pick(second, scores):
+        scored = [
+            {
+                "chunk_id": cid,
+                "start": s,
+                "end": e,
+                "score": next((v for p, v in scores.items() if text[s:e].startswith(p)), 0.1),
+            }
+            for cid, _, _, text, s, e in rows
+        ]
+        ids = [chunks[("repair.md", 0)], chunks[second]]
+        picked = conn.execute(
+            "SELECT rag._choose_quotes(%s, %s, %s, %s, 1, 0.08, 0.1)",
+            ("What is done with the tenth part?",) * 2 + (ids, json.dumps(scored)),
+        ).fetchone()[0]
+        for p in picked:
+            assert content[p["chunk_id"]][p["start"] : p["end"]] == p["quote"]
+        return [p["quote"] for p in picked]
+
+    assert conn.execute("SELECT (rag._quote_weights() ->> 'list_rank')::float8").fetchone()[0] == 0.5
+    quotes = pick(("repair.md", 1), {"Here is the procedure": 0.7, step10: 0.76})
+    assert len(quotes) == 1 and quotes[0].startswith(step10)
+    # the same score in a chunk that does not carry the list on: the introduction and its steps win
+    quotes = pick(("parts.md", 0), {"Here is the procedure": 0.7, "The tenth part": 0.76})
+    assert len(quotes) == 1 and quotes[0].startswith("Here is the procedure:\n\n1. Step 1")
+    # and the carried-on step still loses when it scores lower
+    quotes = pick(("repair.md", 1), {"Here is the procedure": 0.7, step10: 0.74})
+    assert quotes[0].startswith("Here is the procedure:")

@@ -199,6 +199,9 @@ DECLARE
     lower_scored jsonb;
     lower_kept jsonb := '[]';  -- [{chunk_id, rank, counted_as}] of those that compete for quotes
     quoted_lower bigint [];
+    -- weights.sibling: how much lower a passage's spans score when they compete as a section chunk of a better-ranked
+    -- passage of their section (negative: off)
+    w_sibling float8 := coalesce((rag._quote_weights() ->> 'sibling')::float8, -1);
 BEGIN
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -403,6 +406,30 @@ BEGIN
         INNER JOIN pg_catalog.jsonb_array_elements(lower_kept) AS k ON k ->> 'chunk_id' = s ->> 'chunk_id';
         lower_ids := ARRAY(SELECT (k ->> 'chunk_id')::bigint FROM pg_catalog.jsonb_array_elements(lower_kept) AS k
             ORDER BY (k ->> 'rank')::integer);
+    END IF;
+
+    -- A passage of the same section (document version, anchor, section path) as a better-ranked passage competes for
+    -- quotes as that passage's section chunk would (its rank, its spans lowered by weights.sibling) when that costs
+    -- it less than its own rank penalty: retrieving a chunk of the section never makes its spans count for less
+    -- than leaving it to the section reach. Both paths; not for the gate (read above).
+    IF w_sibling >= 0 THEN
+        SELECT coalesce(pg_catalog.jsonb_agg(CASE
+                WHEN sib.r IS NOT NULL AND rank_penalty * (own.r - sib.r) > w_sibling
+                THEN s.value || pg_catalog.jsonb_build_object('rank', sib.r,
+                    'score', (s.value ->> 'score')::float8 - w_sibling)
+                ELSE s.value END ORDER BY (s.value ->> 'chunk_id')::bigint, (s.value ->> 'start')::integer), '[]')
+        INTO scored
+        FROM pg_catalog.jsonb_array_elements(scored) AS s
+        INNER JOIN pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS own (id, r)
+            ON own.id = (s.value ->> 'chunk_id')::bigint
+        LEFT JOIN LATERAL (
+            SELECT min(o2.r) AS r
+            FROM pg_catalog.unnest(ids[1:n_passages]) WITH ORDINALITY AS o2 (id, r)
+            INNER JOIN rag.chunk AS c2 ON c2.chunk_id = o2.id
+            INNER JOIN rag.chunk AS c1 ON c1.chunk_id = own.id
+            WHERE o2.r < own.r AND c2.document_id = c1.document_id AND c2.anchor IS NOT DISTINCT FROM c1.anchor
+                AND c2.section_path = c1.section_path
+        ) AS sib ON true;
     END IF;
 
     -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.

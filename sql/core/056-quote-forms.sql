@@ -88,13 +88,29 @@ BEGIN
             'howto', p_question ~* ('\m(how (do|can|should|would|could|must|may) (i|we|you|one)|how to'
                 || '|(do|should|must|can|would) (i|we) (need|have) to|what (should|must|do|can) (i|we) (do|use|set|run)'
                 || '|(which|what) (\w+ )?(command|setting|parameter|option|function|tool|program|utility|configuration)s?'
-                || '|is there a way)\M'),
+                || '|is there a way|(which|what) ways? (do|can|should|could|may) (i|we|you|one)'
+                || '|what (am|are) (i|we) (supposed|expected|meant) to do)\M'),
             'why', p_question ~* '\mwhy\M',
             -- a how-do-I question's verb and its inflections (rag._question_action); NULL otherwise
             'action', pg_catalog.to_jsonb(rag._question_action(p_question)),
             -- asks for a number: how many / how much / how long / how often, a maximum, a minimum, a limit
             'quantity', p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
-                || '|\m(maximum|minimum|limit|limits|at most|at least)\M'),
+                || '|\m(maximum|minimum|limit|limits|at most|at least|largest|smallest|highest|lowest|longest|'
+                || 'shortest)\M'),
+            -- the condition the question sets ("... when one of the columns is NULL?", "if I strip ...", "Without
+            -- WAL archiving, ..."): its content words, and whether it is an absence (no, none, not, without, off,
+            -- empty, ...); NULL when the question sets none (a question word "When should I ...?" is not one)
+            'condition', (
+                SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[2])) > 0
+                    THEN pg_catalog.jsonb_build_object('terms', pg_catalog.to_jsonb(rag._content_terms(m.a[2])),
+                        'absent', pg_catalog.lower(m.a[1]) IN ('without', 'unless')
+                            OR m.a[2] ~* ('\m(no|not|none|nothing|never|empty|missing|omit|omits|omitted|off|'
+                                || 'zero)\M|n''t\M'))
+                    END
+                FROM pg_catalog.regexp_match(p_question,
+                    '\m(if|when|whenever|unless|without)\s+(?!(?:should|must|is|are|was|were|do|does|did|can|could|'
+                    || 'would|will|to)\M)([^,;?]{1,200})', 'i') AS m (a)
+            ),
             -- "Which archive format does ...?", "What weights do ...?": the kind of thing asked for (one to three
             -- words between which/what and an auxiliary verb), its content words; NULL otherwise
             'asks_for', (
@@ -124,7 +140,7 @@ END
 $fn$;
 COMMENT ON FUNCTION rag._question_features(text) IS
 'Internal: what a question''s form asks for, for choosing quotes: {names, howto, why, action, quantity, '
-'asks_for, defines}.';
+'condition, asks_for, defines}.';
 
 -- The structural kind of a span from its first characters: code (a fence), table (a row), note (a quoted line),
 -- heading, list (an item's first sentence), or text.
@@ -172,9 +188,12 @@ BEGIN
     RETURN
         -- code that is not a demonstration (a query shown with its output)
         (p_span ~ '(^|\n)[ \t]*(```|~~~)' AND p_span !~ '\n[ \t]*(-{3,}[-+]*|\(\d+ rows?\)|\?column\?)[ \t]*(\n|$)')
-        -- an imperative, also as a list item or a note
+        -- an imperative, also as a list item or a note; not a verb that begins a noun phrase, the subject of the
+        -- sentence ("Stop words are ...", "Check constraints can ...")
         OR p_span ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*[ \t]*)?)?('
-            || verbs || ')\M')
+            || verbs || ')\M') AND p_span !~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*'
+            || '[ \t]*)?)?[A-Z][a-z]+ [a-z]+s (is|are|was|were|can|cannot|may|might|will|must|should|do|does|'
+            || 'have|has)\M')
         -- a purpose clause and then what to do: "To remove an index, use ..."
         OR p_span ~* ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+)?(to|in order to) [^.,]+, (you |it is |(' || verbs
             || ')\M)')
@@ -243,7 +262,7 @@ AS $fn$
         "echo": 0.2, "complete": 0.35, "section": 0.05, "reach": 8,
         "lexical_share": 0.5, "section_last": 0, "forward": 300, "quantity": 0.2, "idf": 0.75,
         "skip_see": 1, "context": 0.3, "lower": 10, "lower_margin": 0.065, "lower_rank": 2,
-        "asks_for": 0.1, "action": 0.2}'::jsonb
+        "asks_for": 0.1, "action": 0.2, "condition": 0.1, "list_rank": 0.5, "sibling": 0.1}'::jsonb
 $fn$;
 COMMENT ON FUNCTION rag._quote_weights() IS
 'Internal: weights of the quote preferences (names, howto, why, defines), the neighbour margin of widening, '
@@ -263,7 +282,12 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 'every passage''s best by lower_margin, counted as rank lower_rank (rag._answer; 0: off; the PL/Python path only); '
 'asks_for: the preference for a span naming the kind of thing a which/what question asks for '
 '("Which archive format does ...": archive, format); action: the preference for a span holding the verb of a '
-'how-do-I question in any of its inflections (rag._question_action).';
+'how-do-I question in any of its inflections (rag._question_action); condition: the preference for a span '
+'opening with a condition that shares a word with the question''s (or states an absence, for one); list_rank: '
+'how far the items of a list carried on into the document''s next chunk move towards the rank of the chunk the '
+'list began in (0: not at all, 1: that rank; rag._choose_quotes); sibling: how much lower a passage''s spans '
+'score when they compete as the section chunk of a better-ranked passage of their section (rag._answer; '
+'negative: off).';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and
@@ -295,10 +319,24 @@ BEGIN
         + CASE WHEN (p_features ->> 'why')::boolean AND rag._gives_reason(p_span)
             THEN (p_features -> 'weights' ->> 'why')::float8 ELSE 0 END
         -- a number for a question asking how many / how much / how long (digits, number words, units)
-        + CASE WHEN coalesce((p_features ->> 'quantity')::boolean, false) AND p_span ~* ('[0-9]|\m(once|twice|'
+        -- (not the enumerator of a list item)
+        + CASE WHEN coalesce((p_features ->> 'quantity')::boolean, false) AND pg_catalog.regexp_replace(p_span,
+                '^[ \t]*[0-9]{1,9}[.)][ \t]+',
+                ' ', 'g') ~* ('[0-9]|\m(once|twice|'
             || 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|half|'
             || 'double|bytes|kilobytes?|megabytes?|gigabytes?|seconds?|minutes?|hours?|days?|percent)\M')
             THEN coalesce((p_features -> 'weights' ->> 'quantity')::float8, 0) ELSE 0 END
+        -- a span that states what happens under the question's condition: it opens with a condition ("If ...",
+        -- "When ...", "Unless ...") sharing a content word with the question's, or stating an absence when the
+        -- question's is one ("... when I pass none?": "If no weights are provided, ...")
+        + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'condition') = 'object' AND (
+                SELECT rag._content_terms(m.a[1]) && ARRAY(
+                        SELECT pg_catalog.jsonb_array_elements_text(p_features -> 'condition' -> 'terms'))
+                    OR (p_features -> 'condition' ->> 'absent')::boolean
+                        AND m.a[1] ~* '\m(no|not|none|nothing|never|empty|missing|omitted|off|zero|without)\M|n''t\M'
+                FROM pg_catalog.regexp_match(p_span, '^(?:[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*\(|[ \t]*>[ \t]*)?'
+                    || '((?:If|When|Whenever|Unless|Without|Once|In case|Only if|Even if)\M[^,;:.]{0,200})') AS m (a))
+            THEN coalesce((p_features -> 'weights' ->> 'condition')::float8, 0) ELSE 0 END
         -- the verb of a how-do-I question, in any inflection ("How do I remove ...": "... is removed by ...")
         + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'action') = 'array' AND p_span ~* ('\m(' || (
                 SELECT pg_catalog.string_agg(x.f, '|') FROM pg_catalog.jsonb_array_elements_text(

@@ -18,17 +18,18 @@
 --     document when that chunk is a passage too (it is then quoted as two quotes, one per chunk). Code and tables
 --     are quoted only with their introduction when they have one; a unit scores as its best member.
 --   * A candidate's score adds rag._quote_bonus of its text and loses rank_penalty per rank of its (first) chunk
---     below the first. The best candidate is quoted, then the next ones within quote_margin of it (max_quotes in
---     all, none overlapping another); a sentence within two of chosen prose in the same paragraph joins it as one
---     contiguous span. An introduction whose block is not in the passages, and the lower-case rest of a sentence
---     begun in another chunk, are not candidates.
+--     below the first; the items of a list carried on from the document's previous chunk (a better-ranked
+--     passage) count as ranked nearer that chunk (weights.list_rank). The best candidate is quoted, then the
+--     next ones within quote_margin of it (max_quotes in all, none overlapping another); a sentence within two
+--     of chosen prose in the same paragraph joins it as one contiguous span. An introduction whose block is not
+--     in the passages, and the lower-case rest of a sentence begun in another chunk, are not candidates.
 --   * The answer is then completed by one more candidate within weights.complete of the best (max_quotes
 --     permitting): for a "how do I" or "why" question whose quotes neither say what to do nor give a reason, the
 --     best candidate that does (rag._has_asked_form); otherwise the best candidate of a passage not quoted yet.
 --   * Chosen prose then grows, within its paragraph and up to three sentences, by the sentence before when it
 --     leans on it ("This", "It", "However", ...), by the sentence after when that one qualifies it ("However",
---     "But", ...; with weights.skip_see also across a cross-reference between them, "For ..., see ...") or speaks
---     of it ("It ...", "This ...", "These ...": a statement that names the subject carried
+--     "But", "(Therefore, ...)", ...; with weights.skip_see also across a cross-reference between them, "For
+--     ..., see ...") or speaks of it ("It ...", "This ...", "These ...": a statement that names the subject carried
 --     on by the one that says what the question asks; while the prose is at most weights.forward characters), and
 --     by a neighbour whose span score is within weights.neighbour of its own; a unit ending in prose may take two
 --     more sentences of that paragraph the same way. With weights.section_last, a section chunk completes the
@@ -60,8 +61,8 @@ DECLARE
     w jsonb := rag._quote_weights();
     q_terms text [] := rag._content_terms(p_corrected);
     soft_limit CONSTANT integer := 700;
-    -- a sentence that qualifies the one before it (widening takes it)
-    qualifier CONSTANT text := '^(However|But|Unless|Except|Otherwise|Instead|Therefore|Thus|Hence|This means|'
+    -- a sentence that qualifies the one before it (widening takes it), also in parentheses ("(Therefore, ...)")
+    qualifier CONSTANT text := '^\(?(However|But|Unless|Except|Otherwise|Instead|Therefore|Thus|Hence|This means|'
         || 'That is|Even so|Nevertheless|Still)\M';
     hard_limit CONSTANT integer := 1200;
     n integer;
@@ -82,6 +83,11 @@ DECLARE
     s_reach boolean [];  -- the span is of a section chunk (rag._answer's section reach), not of a passage
     s_bound boolean [];  -- code, table or a continuation quoted only with its introduction
     u_last integer [];  -- last span of the unit an introducing span heads (NULL: not an introducer)
+    -- the rank a span counts as for the rank penalty: its chunk's, or for the items of a list carried on from the
+    -- document's previous chunk (a better-ranked passage), moved towards that chunk's rank by weights.list_rank
+    s_rank float8 [];
+    l_rank integer [];  -- the best rank of the chunks a list item's list runs through up to it (NULL: not in a list)
+    w_list float8 := coalesce((rag._quote_weights() ->> 'list_rank')::float8, 0);
     cand_first integer [] := '{}';
     cand_last integer [] := '{}';
     cand_score float8 [] := '{}';
@@ -175,6 +181,24 @@ BEGIN
     s_bound := pg_catalog.array_fill(false, ARRAY[n]);
     u_last := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
 
+    -- A list carried on into the document's next chunk: its items there count (with weights.list_rank) as ranked
+    -- nearer the chunk the list began in (a procedure whose later steps fell into a lower passage).
+    l_rank := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
+    s_rank := pg_catalog.array_fill(NULL::float8, ARRAY[n]);
+    FOR i IN 1..n LOOP
+        IF s_kind[i] = 'list' OR (NOT s_para_start[i] AND s_kind[i] = 'text' AND i > 1 AND l_rank[i - 1] IS NOT NULL
+            AND c_id[i] = c_id[i - 1]) THEN
+            l_rank[i] := c_rank[i];
+            IF i > 1 AND l_rank[i - 1] IS NOT NULL AND (c_id[i] = c_id[i - 1]
+                OR c_doc[i] = c_doc[i - 1] AND c_idx[i] = c_idx[i - 1] + 1 AND s_start[i] = (
+                    SELECT min(s_start[g.x]) FROM pg_catalog.generate_series(1, n) AS g (x) WHERE c_id[g.x] = c_id[i]))
+            THEN
+                l_rank[i] := least(c_rank[i], l_rank[i - 1]);
+            END IF;
+        END IF;
+        s_rank[i] := c_rank[i] - w_list * (c_rank[i] - coalesce(l_rank[i], c_rank[i]));
+    END LOOP;
+
     -- Units: an introducing sentence and what it introduces.
     FOR i IN 1..n - 1 LOOP
         CONTINUE WHEN s_kind[i] IN ('code', 'table', 'heading');
@@ -222,7 +246,7 @@ BEGIN
             cand_score := cand_score || (
                 (SELECT max(s_base[g.x]) FROM pg_catalog.generate_series(i, u_last[i]) AS g (x))
                 + rag._quote_bonus(rag._span_text(c_id, c_content, s_start, s_end, i, u_last[i]), features, NULL)
-                - p_rank_penalty * (c_rank[i] - 1));
+                - p_rank_penalty * (s_rank[i] - 1));
         ELSIF NOT s_bound[i] AND s_kind[i] <> 'heading' AND s_end[i] - s_start[i] >= 20
             AND NOT (s_text[i] ~ ':\s*$' AND (i = n OR c_id[i + 1] <> c_id[i]))
             -- nor is the lower-case rest of a sentence begun before (in a chunk that is not a passage)
@@ -231,7 +255,7 @@ BEGIN
                 || 'should)\M') THEN
             cand_first := cand_first || i;
             cand_last := cand_last || i;
-            cand_score := cand_score || (s_score[i] - p_rank_penalty * (c_rank[i] - 1));
+            cand_score := cand_score || (s_score[i] - p_rank_penalty * (s_rank[i] - 1));
         END IF;
     END LOOP;
     IF pg_catalog.cardinality(cand_first) = 0 THEN
@@ -333,7 +357,7 @@ BEGIN
                     WHERE g.x <> k AND j BETWEEN pick_first[g.x] AND pick_last[g.x]) THEN
                 j := NULL;
             END IF;
-            IF i IS NOT NULL AND s_text[a] ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*)?(This|These|That|'
+            IF i IS NOT NULL AND s_text[a] ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*|\()?(This|These|That|'
                 || 'Those|Such|It|Its|They|Their|Them|Therefore|Thus|Hence|So|However|But|Also|Otherwise|Instead|'
                 || 'Then|Here|There|The (latter|former))\M') THEN
                 pick_first[k] := i;
@@ -352,7 +376,7 @@ BEGIN
             -- a short statement carried on by the next sentence, which speaks of it ("It contains ...", "This
             -- command collects ..."): the statement names the subject, the next one says what the question asks
             ELSIF j IS NOT NULL AND s_end[b] - s_start[a] <= coalesce((w ->> 'forward')::float8, 0)
-                AND s_text[j] ~ '^(It|Its|This|These|They|Their|Such|Each|Both)\M' THEN
+                AND s_text[j] ~ '^\(?(It|Its|This|These|They|Their|Such|Each|Both)\M' THEN
                 pick_last[k] := j;
             ELSIF i IS NOT NULL AND s_base[i] >= s_base[a] - (w ->> 'neighbour')::float8
                 AND (j IS NULL OR s_base[i] >= s_base[j]) THEN
