@@ -63,8 +63,8 @@ def main() -> None:
         for i, (qid, cls, tenant, qemb, gt, _gd) in enumerate(qs):
             # the 10th true distance, rounded as the leg rounds (the harness's gt_dist is unrounded)
             d10 = c.execute(
-                "SELECT round((embedding OPERATOR(public.<=>) %s::vector)::numeric, 6)::float8 FROM rag.chunk "
-                "WHERE chunk_id = %s",
+                "SELECT round((embedding OPERATOR(public.<=>) %s::vector)::numeric, 6)::float8 "
+                "FROM rag.chunk WHERE chunk_id = %s",
                 (qemb, gt[-1]),
             ).fetchone()[0]
             # the settings in a rotated order, so none is always the first to touch a question's pages

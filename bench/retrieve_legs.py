@@ -5,10 +5,11 @@
 
 Needs the cluster started with shared_preload_libraries = pg_stat_statements and pg_stat_statements.track =
 all (track_planning on to see planning); creates the extension in the bench database if missing. For each
-class: two warm-up calls per tenant, pg_stat_statements_reset() (every role's statements of the bench database), then rag.retrieve(q, t, 8,
-qemb) as pgcite_bench_reader for each of the class's questions (its stored embedding); prints the whole call's
-p50 / p95 (client-side) and the nested statements with the most execution time per call (mean ms per call of
-rag.retrieve, with their calls per retrieve and planning ms per call).
+class: two warm-up calls per tenant, pg_stat_statements_reset() (all of it: the SECURITY DEFINER statements
+count as their owner's), then rag.retrieve(q, t, 8, qemb) as pgcite_bench_reader for each of the class's
+questions (its stored embedding); prints the whole call's p50 / p95 (client-side) and the statements of the
+bench database with the most execution time (mean ms per call of rag.retrieve, with their calls per retrieve
+and planning ms per call).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def main() -> None:
     reader = psycopg.connect(
         psycopg.conninfo.make_conninfo(corpus.db_dsn(dbname), user=corpus.READER), autocommit=True
     )
-    has_plan = owner.execute("SELECT current_setting('pg_stat_statements.track_planning')").fetchone()[0] == "on"
+    track = owner.execute("SELECT current_setting('pg_stat_statements.track_planning')").fetchone()[0]
+    has_plan = track == "on"
     for cls in args.classes.split(","):
         qs = owner.execute(
             "SELECT tenant, question, qemb::text FROM pgcite_bench.question WHERE class = %s "
@@ -56,10 +58,8 @@ def main() -> None:
             ms.append((time.perf_counter() - t0) * 1000)
         ms.sort()
         n = len(qs)
-        print(
-            f"\n{cls}: {n} calls, rag.retrieve p50 {statistics.median(ms):.2f} p95 {ms[int(n * 0.95)]:.2f} ms",
-            flush=True,
-        )
+        p50, p95 = statistics.median(ms), ms[int(n * 0.95)]
+        print(f"\n{cls}: {n} calls, rag.retrieve p50 {p50:.2f} p95 {p95:.2f} ms", flush=True)
         plan_col = "total_plan_time" if has_plan else "0"
         rows = owner.execute(
             f"SELECT total_exec_time / %s, calls::float8 / %s, {plan_col} / %s, "
