@@ -507,3 +507,44 @@ def test_candidates_equal_their_unplanned_result_on_every_path_past_plan_caching
                     rows = call(t, q)
                 assert rows == unplanned[t, q], (i, t, q)
     assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == "auto"
+
+
+def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the_functions_own(conn):
+    """The vector leg's HNSW search (measured at 1M chunks, docs/BENCHMARKS.md 0.9.0): ef_search 400 and
+    ef / 2 rows for tenants up to 100,000 chunks; above, ef_search 800 and (through the tenant's own index)
+    1.5 x ef rows, so pgvector's iterative scan searches on past the first ef candidates (clusters of
+    near-copies the first pass misses).
+    Every row count is at least the leg's depth, and within the scan's own hnsw.max_scan_tuples (pinned on
+    rag._candidates with iterative_scan and ef_search, so no setting of the caller's session shortens the
+    search)."""
+    got = conn.execute(
+        "SELECT n, d, rag._ann_ef(n, d), rag._ann_fetch(n, d, true), rag._ann_fetch(n, d, false) "
+        "FROM unnest(%s::bigint[]) AS n, unnest(%s::integer[]) AS d ORDER BY n, d",
+        ([40, 10000, 100000, 100001, 350000, 10**9], [40, 80, 400]),
+    ).fetchall()
+    table = {(n, d): (ef, fetch) for n, d, ef, fetch, _ in got}
+    # through the table's index (a tenant filter) the fetch stays ef / 2: past ef it would read other tenants
+    assert all(wide == ef // 2 for _, _, ef, _, wide in got)
+    assert table[(10000, 40)] == (400, 200)
+    assert table[(100000, 40)] == (400, 200)
+    assert table[(100001, 40)] == (800, 1200)
+    assert table[(350000, 40)] == (800, 1200)
+    assert table[(350000, 400)] == (1000, 1500)  # k 100: pgvector's largest ef_search
+    config = dict(
+        s.split("=", 1)
+        for s in conn.execute(
+            "SELECT proconfig FROM pg_proc WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb)'"
+            "::regprocedure"
+        ).fetchone()[0]
+    )
+    assert config["hnsw.iterative_scan"] == "relaxed_order"
+    for (n, d), (ef, fetch) in table.items():
+        assert 1 <= ef <= 1000, (n, d)
+        assert d <= fetch <= int(config["hnsw.max_scan_tuples"]), (n, d)
+        assert (fetch > ef) == (n > 100000), (n, d)
+    body = conn.execute(
+        "SELECT prosrc FROM pg_proc "
+        "WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb)'::regprocedure"
+    ).fetchone()[0]
+    assert "USING p_qemb, rag._ann_fetch(n_active, p_depth, own_ann)" in body
+    assert "ef := rag._ann_ef(n_active, p_depth)" in body

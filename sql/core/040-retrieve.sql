@@ -167,11 +167,45 @@ $fn$;
 COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 'Internal: the tsquery lexeme1 | lexeme2 | ... of normalised lexemes (NULL for an empty array).';
 
+-- How the vector leg searches a tenant's HNSW graph (its own partial index or the table's), measured at 1M
+-- chunks (docs/BENCHMARKS.md, 0.5.0 and 0.9.0): hnsw.ef_search 800 for a tenant of over 100,000 live chunks,
+-- 400 below (at least 10 x depth, at most pgvector's 1,000), and the rows the ANN query fetches: ef / 2, or
+-- 1.5 x ef for the larger tenants through their own partial index (the iterative scan searches on past the first
+-- ef candidates; measured only there: through the table's index with a tenant filter it would visit about
+-- three times as many rows of other tenants, up to max_scan_tuples).
+CREATE OR REPLACE FUNCTION rag._ann_ef(p_live bigint, p_depth integer)
+RETURNS integer
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT least(1000, greatest(p_depth * 10, CASE WHEN p_live > 100000 THEN 800 ELSE 400 END))
+$fn$;
+COMMENT ON FUNCTION rag._ann_ef(bigint, integer) IS
+'Internal: hnsw.ef_search of the vector leg for a tenant of p_live live chunks at depth p_depth.';
+
+CREATE OR REPLACE FUNCTION rag._ann_fetch(p_live bigint, p_depth integer, p_own_index boolean)
+RETURNS integer
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT CASE
+        WHEN p_live > 100000 AND p_own_index THEN rag._ann_ef(p_live, p_depth) * 3 / 2
+        ELSE rag._ann_ef(p_live, p_depth) / 2
+    END
+$fn$;
+COMMENT ON FUNCTION rag._ann_fetch(bigint, integer, boolean) IS
+'Internal: how many rows the vector leg''s ANN query fetches (LIMIT) for a tenant of p_live live chunks at depth '
+'p_depth (over ef_search for the largest tenants with their own index: pgvector''s iterative scan searches on).';
+
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
 -- Each leg reads a bounded number of rows through an index, whatever the tenant's size:
 -- - vector: HNSW through the tenant's own partial index when it has one (rag._index_tenants); else exact up to
 --   exact_search_limit live chunks and the table's HNSW index above, with pgvector's iterative scan,
---   ef_search / 2 candidates re-scored exactly. The choice reads only the tenant's own size: another tenant's
+--   rag._ann_fetch candidates (ef_search / 2; 1.5 x ef_search above 100,000 chunks with an own index)
+--   re-scored exactly.
+--   The choice reads only the tenant's own size: another tenant's
 --   ingest never switches it (a filtered scan of the table's graph visits about p_depth * 4 / share rows, so
 --   a large tenant with a small share of the table wants its own index).
 -- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
@@ -241,6 +275,7 @@ DECLARE
         AND pg_catalog.to_regclass('rag.' || rag._tenant_title_index_name(p_tenant)) IS NULL;
     fts_ids bigint [];
     use_ann boolean := false;
+    own_ann boolean := false;
     ann_ids bigint [];
     -- the ANN rows' tie-break keys and exact distances, read by the scan itself (see the vector leg)
     ann_keys text [];
@@ -281,6 +316,7 @@ BEGIN
     PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
         use_ann := true;
+        own_ann := true;
     ELSE
         -- decided by this tenant's own size alone: a rule reading the table's size would let another tenant's
         -- ingest switch this tenant between exact and approximate search (and make rag.replay disagree)
@@ -293,18 +329,23 @@ BEGIN
         -- ef_search and over-fetch measured at 1M chunks (docs/BENCHMARKS.md, 0.5.0): with 200 / 160 the
         -- vector leg's recall@10 was 0.942 for a 350,000-chunk tenant, one question 0.0 (its near-copies
         -- form clusters the greedy search misses); 800 / 400 gave 1.000, and 400 / 200 1.000 at 10,000
+        -- A tenant of over 100,000 chunks with its own index fetches 1.5 x ef rows: past the first ef the iterative scan goes on
+        -- searching the graph, which reaches clusters of near-copies the first pass missed (0.9.0, 1M chunks:
+        -- recall@10 0.977 -> 0.990 for a 350,000-chunk tenant; no ef_search up to pgvector's 1,000 alone got
+        -- there, docs/BENCHMARKS.md). Every value is the function's own (SET above, set_config local to the
+        -- call): no session setting of the caller changes how far the scan goes.
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        ef := least(1000, greatest(p_depth * 10, CASE WHEN n_active > 100000 THEN 800 ELSE 400 END));
+        ef := rag._ann_ef(n_active, p_depth);
         PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
         -- each row's exact distance and tie-break keys come from the heap tuple the scan fetches anyway, so
-        -- the re-score needs no second lookup of the ef / 2 rows by primary key (docs/BENCHMARKS.md, 0.7.0)
+        -- the re-score needs no second lookup of the fetched rows by primary key (docs/BENCHMARKS.md, 0.7.0)
         EXECUTE pg_catalog.format(
             'SELECT pg_catalog.array_agg(a.chunk_id), pg_catalog.array_agg(a.doc_key),'
             ' pg_catalog.array_agg(a.chunk_index), pg_catalog.array_agg(a.raw) FROM ('
             ' SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) $1 AS raw'
             ' FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
             ' ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2) AS a', p_tenant)
-        INTO ann_ids, ann_keys, ann_idx, ann_raw USING p_qemb, ef / 2;
+        INTO ann_ids, ann_keys, ann_idx, ann_raw USING p_qemb, rag._ann_fetch(n_active, p_depth, own_ann);
         IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
             ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
         END IF;
