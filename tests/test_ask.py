@@ -198,6 +198,38 @@ def test_deterministic_across_reruns_connections_vacuum_reindex_parallel(pg, db,
         assert fingerprint(other) == first
 
 
+def test_an_ask_answers_alike_whatever_its_callers_plan_cache_mode_and_keeps_it(conn):
+    """rag._answer and its helpers (rag.verify, quote choice, span scores, coverage, section chunks) run with
+    generic plans kept for the session (0.9.0; a custom plan was made on every call before): a reader's asks
+    (answered, typo-corrected, abstained) return the same rows, evidence included, on their first call after
+    DISCARD PLANS and past PL/pgSQL's switch after five calls, whatever plan_cache_mode the caller set, and
+    the caller's plan_cache_mode is the same after each ask."""
+    role = f"plans_reader_{uuid.uuid4().hex[:6]}"
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('tiny', %s)", (role,))
+    conn.execute(f"SET ROLE {role}")
+    questions = [
+        WRAP_Q,
+        "How do I prevent transaction ID wraparund failures?",
+        "What is the capital of Australia?",
+    ]
+
+    def answers() -> list[dict]:
+        return [{k: v for k, v in ask(conn, q).items() if k != "ask_id"} for q in questions]
+
+    conn.execute("DISCARD PLANS")
+    first = answers()
+    assert [a["status"] for a in first] == ["answered", "answered", "abstained"]
+    assert first[1]["evidence"]["gate"]["corrected_question"] != questions[1]
+    for mode in ("auto", "force_custom_plan", "force_generic_plan", "auto"):
+        conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
+        conn.execute("DISCARD PLANS")
+        for i in range(7):
+            assert answers() == first, (mode, i)
+            assert conn.execute("SHOW plan_cache_mode").fetchone()[0] == mode
+    conn.execute("RESET ROLE")
+
+
 def test_hnsw_path_with_tenant_filter_returns_k_rows(conn):
     """A small tenant next to a big one: the iterative HNSW scan still returns k rows of the small tenant."""
     conn.execute("SELECT rag.create_tenant('small')")

@@ -202,11 +202,13 @@ COMMENT ON FUNCTION rag._rebuild_retrieval_stats() IS
 -- against writes for its build (seconds per 10,000 chunks): a DBA's operation, like CREATE INDEX.
 CREATE OR REPLACE FUNCTION rag._tenant_index_name(p_tenant text)
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT 'chunk_hnsw_' || pg_catalog.left(pg_catalog.md5(p_tenant), 20)
+BEGIN
+    RETURN 'chunk_hnsw_' || pg_catalog.left(pg_catalog.md5(p_tenant), 20);
+END
 $fn$;
 COMMENT ON FUNCTION rag._tenant_index_name(text) IS
 'Internal: the name of the partial HNSW index of a tenant''s live chunks in schema rag.';
@@ -216,11 +218,13 @@ COMMENT ON FUNCTION rag._tenant_index_name(text) IS
 -- tenants that get a partial HNSW index get a partial GIN index on tsv too, found by this name.
 CREATE OR REPLACE FUNCTION rag._tenant_fts_index_name(p_tenant text)
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT 'chunk_tsv_' || pg_catalog.left(pg_catalog.md5(p_tenant), 20)
+BEGIN
+    RETURN 'chunk_tsv_' || pg_catalog.left(pg_catalog.md5(p_tenant), 20);
+END
 $fn$;
 COMMENT ON FUNCTION rag._tenant_fts_index_name(text) IS
 'Internal: the name of the partial GIN (tsv) index of a tenant''s live chunks in schema rag.';

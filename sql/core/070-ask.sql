@@ -104,11 +104,15 @@ CREATE OR REPLACE FUNCTION rag.ask(
     options jsonb DEFAULT '{}'
 )
 RETURNS TABLE (ask_id bigint, status text, answer text, reason text, citations jsonb, evidence jsonb)
-LANGUAGE sql
+LANGUAGE plpgsql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT * FROM rag._ask(current_user, ask.question, ask.tenant, ask.k, ask.query_embedding, ask.options)
+BEGIN
+    -- PL/pgSQL: a sql function with SET is planned again on every call
+    RETURN QUERY SELECT * FROM rag._ask(current_user, ask.question, ask.tenant, ask.k, ask.query_embedding,
+        ask.options);
+END
 $fn$;
 COMMENT ON FUNCTION rag.ask(text, text, integer, public.vector, jsonb) IS
 'Answers a question from a tenant''s corpus with verified verbatim quotes, or abstains with a reason '

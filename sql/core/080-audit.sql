@@ -22,18 +22,21 @@ COMMENT ON FUNCTION rag._log_payload(rag.ask_log) IS 'Internal: the text a log e
 -- row_hash, entry_hash), so the entry can be hashed when it is written and chained later.
 CREATE OR REPLACE FUNCTION rag._log_entry_text(l rag.ask_log)
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT pg_catalog.jsonb_build_object(
+BEGIN
+    -- PL/pgSQL: a sql function with SET is planned again on every call (once per rag.ask)
+    RETURN pg_catalog.jsonb_build_object(
         'ask_id', l.ask_id, 'tenant', l.tenant, 'role_name', l.role_name,
         'asked_at', extract(EPOCH FROM l.asked_at), 'question', l.question, 'k', l.k, 'options', l.options,
         'settings', l.settings, 'model', l.model, 'query_embedding_supplied', l.query_embedding_supplied,
         'query_embedding', l.query_embedding::text, 'chunk_ids', l.chunk_ids, 'status', l.status,
         'reason', l.reason, 'answer', l.answer, 'citations', l.citations, 'evidence', l.evidence,
         'timings', l.timings, 'fingerprint', l.fingerprint
-    )::text
+    )::text;
+END
 $fn$;
 COMMENT ON FUNCTION rag._log_entry_text(rag.ask_log) IS 'Internal: the text a log entry''s entry_hash covers.';
 
