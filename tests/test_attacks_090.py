@@ -41,9 +41,9 @@ PROSE = (
 )
 
 
-def words(n: int, seed: int) -> list[str]:
+def words(n: int, seed: int, length: int = 7) -> list[str]:
     rnd = random.Random(seed)
-    return ["".join(rnd.choice("bcdfghjklmnpqrstvwxz") for _ in range(7)) for _ in range(n)]
+    return ["".join(rnd.choice("bcdfghjklmnpqrstvwxz") for _ in range(length)) for _ in range(n)]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_a_question_of_more_than_256_distinct_search_terms_is_54000(pg, adb):
     tenant take 10-17 s and rag.explain 24 s (ts_rank_cd over the full-text candidates; 0.06 s for a normal
     question): every entry point that retrieves now refuses it with 54000 before any leg runs, and logs
     nothing."""
-    q = " ".join(words(600, 1))
+    q = " ".join(words(600, 1, 5))
     assert len(q) < 4000
     with connect(pg, adb, R["reader"]) as c:
         before = c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0]
@@ -73,9 +73,9 @@ def test_a_question_of_more_than_256_distinct_search_terms_is_54000(pg, adb):
         assert "600 search terms" in str(e.value) and "limit of 256" in str(e.value)
         assert c.execute("SELECT count(*) FROM rag.ask_log").fetchone()[0] == before
         # 256 distinct terms are still a question
-        status = c.execute("SELECT status FROM rag.ask(%s, 'alpha')", (" ".join(words(256, 2)),)).fetchone()[
-            0
-        ]
+        status = c.execute(
+            "SELECT status FROM rag.ask(%s, 'alpha')", (" ".join(words(256, 2, 5)),)
+        ).fetchone()[0]
         assert status in ("answered", "abstained")
 
 
@@ -94,7 +94,7 @@ def test_repeated_terms_count_once_and_rank_as_before(pg, adb):
         # a negated query keeps its AND: repeated conjuncts count once
         neg = w.execute("SELECT rag._fts_query('english', repeat('vacuum -table ', 300))::text").fetchone()
         assert neg[0] == "'vacuum' & !'tabl'"
-        small = " ".join(words(250, 3) * 1)
+        small = " ".join(words(250, 3, 5))
         assert w.execute(
             "SELECT rag._fts_query('english', %s) = replace(websearch_to_tsquery('english',"
             " %s)::text, ' & ', ' | ')"
