@@ -130,7 +130,7 @@ def test_repeated_terms_count_once_and_rank_as_before(pg, adb):
 def test_retiring_a_document_of_many_new_words_is_linear(pg, adb):
     """A writer stores documents of 1,000, 2,000 and 4,000 chunks of new words (7,000 chunks, ~150,000 new
     lexemes: a young database), autovacuum analyzes, and the writer deletes the first. The retirement trigger
-    deleted the lexemes whose count fell to zero with a join planned from statistics in which no count is zero:
+    deleted the lexemes whose count fell to zero with a join planned from statistics where no count is zero:
     a nested loop over every zeroed row and every key (242 million comparisons, 182 s; 57014 here, at the
     tenant_lexeme DELETE). Now by key: a few seconds, and the counts are what a rebuild from the live chunks
     makes."""
