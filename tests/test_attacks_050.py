@@ -302,8 +302,8 @@ def test_a_case_insensitive_database_collation_keeps_tenants_apart(pg):
                     (tenant, f"# Launch\n\nThe launch code of this tenant is {secret}.\n"),
                 )
             c.execute("SELECT rag.grant_tenant('docs', %s)", (reader,))
-            # one chunk per tenant: every word is in every chunk (generic to the gate) and nothing is calibrated;
-            # whether the gate passes is not this test's concern, which tenant's chunk answers is
+            # one chunk per tenant: every word is in every chunk (generic to the gate) and nothing is
+            # calibrated; whether the gate passes is not this test's concern, which tenant's chunk answers is
             c.execute("SELECT rag.set_config('min_score', '0.4')")
             assert (
                 c.execute("SELECT count(*) FROM rag.tenant_stat WHERE tenant IN ('Docs', 'docs')").fetchone()[

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -379,6 +380,15 @@ def calibrate_questions(extra: dict, position: int = 1) -> list:
         ({"query_embedding": ["NaN"] * 384}, "22023"),
         ({"id": "x" * 201}, "22023"),
         ({"question": "why " * 1001}, "54000"),
+        # security round 11: more than 256 search terms
+        (
+            {
+                "question": " ".join(
+                    "".join(w) for w in itertools.islice(itertools.product("bcdfghjklmnp", repeat=3), 600)
+                )
+            },
+            "54000",
+        ),
         # security round 10: a question or id of another JSON type was taken as that JSON's text
         ({"question": ["What is the capital of Peru?"]}, "22023"),
         ({"question": 42}, "22023"),
@@ -395,6 +405,7 @@ def calibrate_questions(extra: dict, position: int = 1) -> list:
         "nan_strings",
         "long_id",
         "long_text",
+        "many_terms",
         "question_array",
         "question_number",
         "id_object",

@@ -35,6 +35,11 @@ AS $fn$
 DECLARE
     src text;
     sgn integer;
+    gone_tenants text [];
+    gone_keys text [];
+    gone_title_tenants text [];
+    gone_titles text [];
+    g record;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         src := 'SELECT n.tenant, n.title, n.ts_config, n.tsv FROM new_rows AS n WHERE n.retired_at IS NULL';
@@ -49,30 +54,53 @@ BEGIN
         'INSERT INTO rag.tenant_stat AS s (tenant, live_chunks) '
         'SELECT r.tenant, %s * pg_catalog.count(*) FROM (%s) AS r GROUP BY r.tenant ORDER BY r.tenant '
         'ON CONFLICT (tenant) DO UPDATE SET live_chunks = s.live_chunks + excluded.live_chunks', sgn, src);
+    -- the upsert returns the lexemes whose count fell to zero (a retirement), deleted below by key
     EXECUTE pg_catalog.format(
-        'INSERT INTO rag.tenant_lexeme AS l (tenant, lexeme, live_chunks) '
+        'WITH up AS (INSERT INTO rag.tenant_lexeme AS l (tenant, lexeme, live_chunks) '
         'SELECT r.tenant, x.lexeme, %s * pg_catalog.count(*) FROM (%s) AS r '
         'CROSS JOIN LATERAL pg_catalog.unnest(r.tsv) AS x (lexeme, positions, weights) '
         'GROUP BY r.tenant, x.lexeme ORDER BY r.tenant, x.lexeme '
-        'ON CONFLICT (tenant, lexeme) DO UPDATE SET live_chunks = l.live_chunks + excluded.live_chunks', sgn, src);
+        'ON CONFLICT (tenant, lexeme) DO UPDATE SET live_chunks = l.live_chunks + excluded.live_chunks '
+        'RETURNING l.tenant, l.lexeme, l.live_chunks) '
+        'SELECT pg_catalog.array_agg(up.tenant), pg_catalog.array_agg(up.lexeme) FROM up WHERE up.live_chunks <= 0',
+        sgn, src) INTO gone_tenants, gone_keys;
     EXECUTE pg_catalog.format(
-        'INSERT INTO rag.tenant_title AS t (tenant, title, stripped, tsv, live_chunks) '
+        'WITH up AS (INSERT INTO rag.tenant_title AS t (tenant, title, stripped, tsv, live_chunks) '
         'SELECT g.tenant, g.title, rag._title_stripped(g.title), '
         '    pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), g.n '
         'FROM (SELECT r.tenant, r.title, (pg_catalog.array_agg(r.ts_config))[1] AS cfg, %s * pg_catalog.count(*) AS n '
         '      FROM (%s) AS r WHERE r.title <> %L GROUP BY r.tenant, r.title) AS g '
         'ORDER BY g.tenant, g.title '
-        'ON CONFLICT (tenant, title) DO UPDATE SET live_chunks = t.live_chunks + excluded.live_chunks', sgn, src, '');
+        'ON CONFLICT (tenant, title) DO UPDATE SET live_chunks = t.live_chunks + excluded.live_chunks '
+        'RETURNING t.tenant, t.title, t.live_chunks) '
+        'SELECT pg_catalog.array_agg(up.tenant), pg_catalog.array_agg(up.title) FROM up WHERE up.live_chunks <= 0',
+        sgn, src, '') INTO gone_title_tenants, gone_titles;
     IF sgn < 0 THEN
         -- counts that fell to zero go (the rows just locked by the upserts above): the tables stay what
-        -- rag._rebuild_retrieval_stats or a restore makes of the live chunks, and retired words do not pile up
-        EXECUTE pg_catalog.format(
-            'DELETE FROM rag.tenant_lexeme AS l USING (SELECT DISTINCT r.tenant, x.lexeme FROM (%s) AS r '
-            'CROSS JOIN LATERAL pg_catalog.unnest(r.tsv) AS x (lexeme, positions, weights)) AS k '
-            'WHERE l.tenant = k.tenant AND l.lexeme = k.lexeme AND l.live_chunks <= 0', src);
-        EXECUTE pg_catalog.format(
-            'DELETE FROM rag.tenant_title AS t USING (SELECT DISTINCT r.tenant, r.title FROM (%s) AS r) AS k '
-            'WHERE t.tenant = k.tenant AND t.title = k.title AND t.live_chunks <= 0', src);
+        -- rag._rebuild_retrieval_stats or a restore makes of the live chunks, and retired words do not pile up;
+        -- by key, one tenant at a time, the keys a constant array (EXECUTE ... USING): an index scan, or a seq
+        -- scan with a hashed = ANY, linear either way. A join of the zeroed rows with the statement's keys was
+        -- planned from the statistics, where almost no count is zero: a nested loop that compared every zeroed
+        -- row with every key, 242 million comparisons (182 s) to retire a 1,000-chunk document of 22,000 new
+        -- lexemes in a fresh database (security round 11)
+        FOR g IN
+            SELECT u.tenant, pg_catalog.array_agg(u.k) AS keys
+            FROM ROWS FROM (pg_catalog.unnest(gone_tenants), pg_catalog.unnest(gone_keys)) AS u (tenant, k)
+            GROUP BY u.tenant
+        LOOP
+            EXECUTE 'DELETE FROM rag.tenant_lexeme AS l '
+                'WHERE l.tenant = $1 AND l.lexeme OPERATOR(pg_catalog.=) ANY ($2) AND l.live_chunks <= 0'
+            USING g.tenant, g.keys;
+        END LOOP;
+        FOR g IN
+            SELECT u.tenant, pg_catalog.array_agg(u.k) AS keys
+            FROM ROWS FROM (pg_catalog.unnest(gone_title_tenants), pg_catalog.unnest(gone_titles)) AS u (tenant, k)
+            GROUP BY u.tenant
+        LOOP
+            EXECUTE 'DELETE FROM rag.tenant_title AS t '
+                'WHERE t.tenant = $1 AND t.title OPERATOR(pg_catalog.=) ANY ($2) AND t.live_chunks <= 0'
+            USING g.tenant, g.keys;
+        END LOOP;
         EXECUTE pg_catalog.format(
             'DELETE FROM rag.tenant_stat AS s USING (SELECT DISTINCT r.tenant FROM (%s) AS r) AS k '
             'WHERE s.tenant = k.tenant AND s.live_chunks <= 0', src);

@@ -94,24 +94,74 @@ COMMENT ON FUNCTION rag._embedding_text(text, text) IS
 
 -- websearch syntax, but terms are OR-ed (a natural question rarely has every word in one chunk);
 -- a query with a negation keeps its AND semantics.
+-- A question's full-text query has at most 256 search terms (security round 11): ts_rank_cd's cost grows faster
+-- than its terms (500 of a tenant's frequent words ranked over 400 chunks 2 s, 520 of them 9-17 s; a
+-- 4,000-character question can hold 2,000), so a query of more than 256 is first reduced to its distinct items
+-- (an OR of one item twice ranks and matches as the item once; within an item, so does an AND of one term twice)
+-- and refused with 54000 if it still has more. A query of up to 256 terms is the one it always was.
 CREATE OR REPLACE FUNCTION rag._fts_query(p_config regconfig, p_text text)
 RETURNS tsquery
 LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    q tsquery := pg_catalog.websearch_to_tsquery(p_config, p_text);
+    qt text;
+    reduced text;
+    n_terms bigint;
 BEGIN
-    RETURN (
-        SELECT CASE
-            WHEN q::text LIKE '%!%' THEN q
-            ELSE pg_catalog.replace(q::text, ' & ', ' | ')::tsquery
-        END
-        FROM pg_catalog.websearch_to_tsquery(p_config, p_text) AS q
-    );
+    IF q IS NULL THEN
+        RETURN NULL;
+    END IF;
+    qt := CASE WHEN q::text LIKE '%!%' THEN q::text ELSE pg_catalog.replace(q::text, ' & ', ' | ') END;
+    IF pg_catalog.numnode(q) <= 511 THEN
+        RETURN qt::tsquery;
+    END IF;
+    -- the query's text as tokens (quoted lexemes with their weights and negation, and operators); the reduction
+    -- applies only when they are the whole text (no parentheses: a dictionary that gives several lexemes for
+    -- one word); an item is what lies between two top-level |, a conjunct what lies between two & in it
+    WITH tok AS (
+        SELECT m.t[1] AS t, m.o
+        FROM pg_catalog.regexp_matches(qt, '(!?''(?:[^'']|'''')*''(?::[A-D*]+)?|\||&|<->|<[0-9]+>)', 'g')
+            WITH ORDINALITY AS m (t, o)
+    ),
+    placed AS (
+        SELECT tok.t, tok.o,
+            pg_catalog.count(*) FILTER (WHERE tok.t = '|') OVER (ORDER BY tok.o) AS item,
+            pg_catalog.count(*) FILTER (WHERE tok.t IN ('|', '&')) OVER (ORDER BY tok.o) AS conj
+        FROM tok
+    ),
+    conjuncts AS (
+        SELECT p.item, p.conj, pg_catalog.string_agg(p.t, ' ' ORDER BY p.o) AS txt, min(p.o) AS o,
+            pg_catalog.count(*) FILTER (WHERE p.t LIKE '%''%') AS terms
+        FROM placed AS p WHERE p.t NOT IN ('|', '&') GROUP BY p.item, p.conj
+    ),
+    items AS (
+        SELECT d.item, pg_catalog.string_agg(d.txt, ' & ' ORDER BY d.o) AS txt, min(d.o) AS o, sum(d.terms) AS terms
+        FROM (SELECT DISTINCT ON (c.item, c.txt) c.* FROM conjuncts AS c ORDER BY c.item, c.txt, c.o) AS d
+        GROUP BY d.item
+    )
+    SELECT pg_catalog.string_agg(u.txt, ' | ' ORDER BY u.o), sum(u.terms)
+    INTO reduced, n_terms
+    FROM (SELECT DISTINCT ON (i.txt) i.* FROM items AS i ORDER BY i.txt, i.o) AS u
+    WHERE (SELECT pg_catalog.string_agg(tok.t, ' ' ORDER BY tok.o) FROM tok) = qt;
+    IF reduced IS NULL THEN
+        n_terms := (pg_catalog.numnode(q) + 1) / 2;
+    END IF;
+    IF n_terms > 256 THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('question has %s search terms (a repeated one counted once), over the limit of 256',
+                n_terms),
+            HINT = 'Ask a shorter question: retrieval works on the gist, not on whole documents.';
+    END IF;
+    RETURN reduced::tsquery;
 END
 $fn$;
 COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
-'Internal: websearch_to_tsquery with its AND turned into OR, unless the query negates a term.';
+'Internal: websearch_to_tsquery with its AND turned into OR, unless the query negates a term; a query of more '
+'than 256 terms is reduced to its distinct items, and 54000 if that still has more than 256.';
 
 -- What every entry point does first: check k and the question's length, check the tenant (42704/42501),
 -- correct the question's spelling and embed it once. has_question is false for an empty question.

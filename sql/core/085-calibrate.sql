@@ -238,6 +238,8 @@ BEGIN
                     pg_catalog.length(q ->> 'question')),
                 HINT = 'The limit of rag.ask: retrieval works on the gist, not on whole documents.';
         END IF;
+        -- at most 256 search terms (54000, security round 11), checked here rather than when it runs
+        PERFORM rag._fts_query(t.ts_config, q ->> 'question');
         IF pg_catalog.jsonb_typeof(q -> 'query_embedding') = 'array' THEN
             BEGIN
                 qemb := (q -> 'query_embedding')::text::public.vector;
