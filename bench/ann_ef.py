@@ -16,7 +16,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import psycopg
@@ -24,6 +23,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
+from common import ann_search  # noqa: E402
 
 
 def main() -> None:
@@ -55,16 +55,7 @@ def main() -> None:
         for cls, tenant, qemb, gt in qs:
             for ef in efs:
                 c.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
-                t0 = time.perf_counter()
-                ids = c.execute(
-                    sql.SQL(
-                        "SELECT array_agg(a.chunk_id) FROM (SELECT c.chunk_id FROM rag.chunk AS c "
-                        "WHERE c.tenant = {} AND c.retired_at IS NULL "
-                        "ORDER BY c.embedding OPERATOR(public.<=>) %s::vector LIMIT %s) AS a"
-                    ).format(sql.Literal(tenant)),
-                    (qemb, ef // 2),
-                ).fetchone()[0]
-                dt = (time.perf_counter() - t0) * 1000
+                ids, dt = ann_search(c, tenant, qemb, ef // 2)
                 top = [
                     r[0]
                     for r in c.execute(

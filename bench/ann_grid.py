@@ -23,7 +23,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import psycopg
@@ -31,6 +30,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
+from common import ann_search  # noqa: E402
 
 DEFAULT_GRID = "800:400:relaxed_order:20000"
 
@@ -73,16 +73,7 @@ def main() -> None:
                 c.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
                 c.execute(sql.SQL("SET hnsw.iterative_scan = {}").format(sql.Literal(mode)))
                 c.execute(sql.SQL("SET hnsw.max_scan_tuples = {}").format(sql.Literal(mx)))
-                t0 = time.perf_counter()
-                ids = c.execute(
-                    sql.SQL(
-                        "SELECT array_agg(a.chunk_id) FROM (SELECT c.chunk_id FROM rag.chunk AS c "
-                        "WHERE c.tenant = {} AND c.retired_at IS NULL "
-                        "ORDER BY c.embedding OPERATOR(public.<=>) %s::vector LIMIT %s) AS a"
-                    ).format(sql.Literal(tenant)),
-                    (qemb, lim),
-                ).fetchone()[0]
-                dt = (time.perf_counter() - t0) * 1000
+                ids, dt = ann_search(c, tenant, qemb, lim)
                 top = c.execute(
                     "SELECT chunk_id, round((embedding OPERATOR(public.<=>) %s::vector)::numeric, 6)::float8 "
                     "FROM rag.chunk WHERE chunk_id = ANY (%s) "

@@ -8,6 +8,7 @@ import time
 from contextlib import contextmanager
 
 import psycopg
+from psycopg import sql
 
 from pgcite.cluster import Cluster, default_home
 
@@ -38,3 +39,17 @@ def percentiles(values: list[float]) -> dict[str, float]:
     v = sorted(values)
     q = statistics.quantiles(v, n=100, method="inclusive")
     return {"p50": q[49], "p95": q[94], "max": v[-1], "n": len(v)}
+
+
+def ann_search(conn: psycopg.Connection, tenant: str, qemb: str, limit: int) -> tuple[list[int], float]:
+    """The bare HNSW query of one tenant's live chunks under the session's hnsw.* settings: (ids, ms)."""
+    t0 = time.perf_counter()
+    ids = conn.execute(
+        sql.SQL(
+            "SELECT array_agg(a.chunk_id) FROM (SELECT c.chunk_id FROM rag.chunk AS c "
+            "WHERE c.tenant = {} AND c.retired_at IS NULL "
+            "ORDER BY c.embedding OPERATOR(public.<=>) %s::vector LIMIT %s) AS a"
+        ).format(sql.Literal(tenant)),
+        (qemb, limit),
+    ).fetchone()[0]
+    return ids or [], (time.perf_counter() - t0) * 1000
