@@ -152,8 +152,8 @@ BEGIN
     IF n_terms > 256 THEN
         RAISE EXCEPTION USING
             ERRCODE = 'program_limit_exceeded',
-            MESSAGE = pg_catalog.format('question has %s search terms (a repeated one counted once), over the limit of 256',
-                n_terms),
+            MESSAGE = pg_catalog.format(
+                'question has %s search terms (a repeated one counted once), over the limit of 256', n_terms),
             HINT = 'Ask a shorter question: retrieval works on the gist, not on whole documents.';
     END IF;
     RETURN reduced::tsquery;
@@ -225,25 +225,27 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 -- three times as many rows of other tenants, up to max_scan_tuples).
 CREATE OR REPLACE FUNCTION rag._ann_ef(p_live bigint, p_depth integer)
 RETURNS integer
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT least(1000, greatest(p_depth * 10, CASE WHEN p_live > 100000 THEN 800 ELSE 400 END))
+BEGIN
+    -- PL/pgSQL like the other helpers of a call: a sql function with SET is planned again on every call
+    RETURN least(1000, greatest(p_depth * 10, CASE WHEN p_live > 100000 THEN 800 ELSE 400 END));
+END
 $fn$;
 COMMENT ON FUNCTION rag._ann_ef(bigint, integer) IS
 'Internal: hnsw.ef_search of the vector leg for a tenant of p_live live chunks at depth p_depth.';
 
 CREATE OR REPLACE FUNCTION rag._ann_fetch(p_live bigint, p_depth integer, p_own_index boolean)
 RETURNS integer
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE
-        WHEN p_live > 100000 AND p_own_index THEN rag._ann_ef(p_live, p_depth) * 3 / 2
-        ELSE rag._ann_ef(p_live, p_depth) / 2
-    END
+BEGIN
+    RETURN CASE WHEN p_live > 100000 AND p_own_index THEN 3 ELSE 1 END * rag._ann_ef(p_live, p_depth) / 2;
+END
 $fn$;
 COMMENT ON FUNCTION rag._ann_fetch(bigint, integer, boolean) IS
 'Internal: how many rows the vector leg''s ANN query fetches (LIMIT) for a tenant of p_live live chunks at depth '
@@ -254,10 +256,9 @@ COMMENT ON FUNCTION rag._ann_fetch(bigint, integer, boolean) IS
 -- - vector: HNSW through the tenant's own partial index when it has one (rag._index_tenants); else exact up to
 --   exact_search_limit live chunks and the table's HNSW index above, with pgvector's iterative scan,
 --   rag._ann_fetch candidates (ef_search / 2; 1.5 x ef_search above 100,000 chunks with an own index)
---   re-scored exactly.
---   The choice reads only the tenant's own size: another tenant's
---   ingest never switches it (a filtered scan of the table's graph visits about p_depth * 4 / share rows, so
---   a large tenant with a small share of the table wants its own index).
+--   re-scored exactly. The choice reads only the tenant's own size: another tenant's ingest never switches it
+--   (a filtered scan of the table's graph visits about p_depth * 4 / share rows, so a large tenant with a small
+--   share of the table wants its own index).
 -- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
 --   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 10, then ranked by ts_rank_cd
 --   with the whole question; when every lexeme fits, that is every match, exactly as an unbounded leg.
@@ -379,11 +380,11 @@ BEGIN
         -- ef_search and over-fetch measured at 1M chunks (docs/BENCHMARKS.md, 0.5.0): with 200 / 160 the
         -- vector leg's recall@10 was 0.942 for a 350,000-chunk tenant, one question 0.0 (its near-copies
         -- form clusters the greedy search misses); 800 / 400 gave 1.000, and 400 / 200 1.000 at 10,000
-        -- A tenant of over 100,000 chunks with its own index fetches 1.5 x ef rows: past the first ef the iterative scan goes on
-        -- searching the graph, which reaches clusters of near-copies the first pass missed (0.9.0, 1M chunks:
-        -- recall@10 0.977 -> 0.990 for a 350,000-chunk tenant; no ef_search up to pgvector's 1,000 alone got
-        -- there, docs/BENCHMARKS.md). Every value is the function's own (SET above, set_config local to the
-        -- call): no session setting of the caller changes how far the scan goes.
+        -- A tenant of over 100,000 chunks with its own index fetches 1.5 x ef rows: past the first ef the
+        -- iterative scan goes on searching the graph, which reaches clusters of near-copies the first pass
+        -- missed (0.9.0, 1M chunks: recall@10 0.977 -> 0.990 for a 350,000-chunk tenant; no ef_search up to
+        -- pgvector's 1,000 alone got there, docs/BENCHMARKS.md). Every value is the function's own (SET above,
+        -- set_config local to the call): no session setting of the caller changes how far the scan goes.
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
         ef := rag._ann_ef(n_active, p_depth);
         PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
