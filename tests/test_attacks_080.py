@@ -394,6 +394,8 @@ def calibrate_questions(extra: dict, position: int = 1) -> list:
         ({"question": 42}, "22023"),
         ({"id": {"a": 1}}, "22023"),
         ({"id": ["x"]}, "22023"),
+        # 0.9.0: a repeated id made the rows returned and the ids recorded with the threshold ambiguous
+        ({"id": "a0"}, "22023"),
     ],
     ids=[
         "3_dims",
@@ -410,6 +412,7 @@ def calibrate_questions(extra: dict, position: int = 1) -> list:
         "question_number",
         "id_object",
         "id_array",
+        "duplicate_id",
     ],
 )
 def test_calibrate_refuses_bad_questions_before_running_any(pg, adb, extra, state):

@@ -220,6 +220,19 @@ BEGIN
             HINT = 'Pass the 384 numbers of the question''s all-MiniLM-L6-v2 embedding, or leave the key out '
                 || 'to embed the question in the database.';
     END IF;
+    -- ids name the rows returned and the ids recorded with the threshold: a repeated id (a given one, or one
+    -- equal to another question's position, the id of a question without one) made both ambiguous
+    SELECT d.id, d.n INTO r FROM (
+        SELECT coalesce(e.value ->> 'id', e.ordinality::text) AS id, pg_catalog.count(*) AS n
+        FROM pg_catalog.jsonb_array_elements(_calibrate.questions) WITH ORDINALITY AS e
+        GROUP BY 1 HAVING pg_catalog.count(*) > 1 ORDER BY 1 LIMIT 1) AS d;
+    IF FOUND THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'invalid_parameter_value',
+            MESSAGE = pg_catalog.format('question ids must be unique: %s appears %s times',
+                pg_catalog.quote_literal(pg_catalog.left(r.id, 60)), r.n),
+            HINT = 'A question without "id" is named by its position (1, 2, ...).';
+    END IF;
     -- every supplied embedding, id and question is checked before the first question runs (security round 9:
     -- a bad embedding of the last question failed only when that question ran, a number out of single
     -- precision with 22003; an id or a question of any length was taken)
