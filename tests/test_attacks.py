@@ -558,6 +558,27 @@ def test_every_option_is_validated(pg, adb, options, key):
     assert snapshot(pg, adb) == before
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"k" * 100_000: 1},
+        {"max_quotes": "v" * 100_000},
+        {"generator": "g" * 100_000},
+    ],
+    ids=["key", "value", "generator"],
+)
+def test_an_option_error_quotes_a_bounded_part_of_the_value(pg, adb, options):
+    """A megabyte of option key or value came back whole in the message (and in the server log) before 0.9.0:
+    the message quotes at most 60 characters of it, marked as cut."""
+    with connect(pg, adb, R["reader"]) as c:
+        with pytest.raises(psycopg.Error) as e:
+            c.execute(
+                "SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha', 5, NULL, %s)", (json.dumps(options),)
+            )
+    message = e.value.diag.message_primary
+    assert sqlstate_of(e) == "22023" and len(message) < 200 and "..." in message, message
+
+
 def test_title_and_url_swapped_between_null_and_a_value_is_a_new_version(pg, adb):
     with connect(pg, adb, R["writer"]) as c:
         body = "# Swap\n\nSome text about swapping titles.\n"

@@ -20,6 +20,18 @@ $fn$;
 COMMENT ON FUNCTION rag._gate_thresholds(rag.tenant, jsonb) IS
 'Internal: the gate threshold of a tenant (calibrated, else the setting min_score of p_params).';
 
+-- At most 60 characters of a caller's value for an error message, marked when cut.
+CREATE OR REPLACE FUNCTION rag._quoted_part(p_text text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT CASE WHEN pg_catalog.length(p_text) > 60 THEN pg_catalog.left(p_text, 57) || '...' ELSE p_text END
+$fn$;
+COMMENT ON FUNCTION rag._quoted_part(text) IS
+'Internal: a caller''s value as an error message quotes it (at most 60 characters, cut ones end in ...).';
+
 -- The options of rag.ask, checked and completed with their defaults: every key known, every value a JSON
 -- number (or integer) within its bounds, generator the name of a generator (sql/core/065-generate.sql); 22023
 -- naming the key otherwise.
@@ -54,7 +66,8 @@ BEGIN
         IF sp IS NULL THEN
             RAISE EXCEPTION USING
                 ERRCODE = 'invalid_parameter_value',
-                MESSAGE = pg_catalog.format('unknown option "%s"', e.key),
+                -- what a message quotes is bounded: a megabyte of key or value came back whole (0.9.0)
+                MESSAGE = pg_catalog.format('unknown option "%s"', rag._quoted_part(e.key)),
                 HINT = 'Options: max_quotes, passages, quote_margin, rank_penalty, generator (docs/sql.md).';
         END IF;
         IF sp ->> 'type' = 'generator' THEN
@@ -62,7 +75,8 @@ BEGIN
                 OR NOT EXISTS (SELECT FROM rag.generator AS g WHERE g.name = e.value #>> '{}') THEN
                 RAISE EXCEPTION USING
                     ERRCODE = 'invalid_parameter_value',
-                    MESSAGE = pg_catalog.format('option "generator" must name a generator, not %s', e.value::text),
+                    MESSAGE = pg_catalog.format('option "generator" must name a generator, not %s',
+                        rag._quoted_part(e.value::text)),
                     HINT = 'SELECT name FROM rag.generators lists them (docs/generation.md).';
             END IF;
             CONTINUE;
@@ -74,7 +88,7 @@ BEGIN
                 ERRCODE = 'invalid_parameter_value',
                 MESSAGE = pg_catalog.format('option "%s" must be %s from %s to %s, not %s', e.key,
                     CASE WHEN (sp ->> 'integer')::boolean THEN 'an integer' ELSE 'a number' END,
-                    sp ->> 'min', sp ->> 'max', e.value::text);
+                    sp ->> 'min', sp ->> 'max', rag._quoted_part(e.value::text));
         END IF;
     END LOOP;
     SELECT pg_catalog.jsonb_object_agg(x.key, coalesce(o -> x.key, x.value -> 'default'))
