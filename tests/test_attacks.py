@@ -572,9 +572,8 @@ def test_an_option_error_quotes_a_bounded_part_of_the_value(pg, adb, options):
     the message quotes at most 60 characters of it, marked as cut."""
     with connect(pg, adb, R["reader"]) as c:
         with pytest.raises(psycopg.Error) as e:
-            c.execute(
-                "SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha', 5, NULL, %s)", (json.dumps(options),)
-            )
+            ask = "SELECT * FROM rag.ask('When does alpha vacuum?', 'alpha', 5, NULL, %s)"
+            c.execute(ask, (json.dumps(options),))
     message = e.value.diag.message_primary
     assert sqlstate_of(e) == "22023" and len(message) < 200 and "..." in message, message
 
