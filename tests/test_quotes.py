@@ -1230,3 +1230,34 @@ def test_list_carried_on_into_the_next_chunk(conn, db):
     # and the carried-on step still loses when it scores lower
     quotes = pick(("repair.md", 1), {"Here is the procedure": 0.7, step10: 0.74})
     assert quotes[0].startswith("Here is the procedure:")
+
+
+def test_sibling_passage_competes_as_its_section_chunk(conn, db):
+    """PL/Python path: the fact's chunk is retrieved as the second passage, below a passage of the same
+    section that only repeats the question. Under a steep rank penalty (0.5 per rank) its spans would count
+    0.5 less than the first passage's and the answer would repeat the question alone (measured with `sibling`
+    set to -1); as a chunk of that passage's section (`sibling` 0.1) they count 0.1 less, so the fact is
+    quoted, with exact offsets, and the ask replays identically."""
+    conn.execute("SELECT rag.create_tenant('siblings')")
+    conn.execute("SELECT * FROM rag.ingest('siblings', 'lamps.md', %s, 'markdown')", (LAMPS,))
+    question = "How long does a lighthouse lamp burn on one litre of paraffin oil?"
+    cur = conn.execute(
+        "SELECT ask_id, status, answer, citations, evidence FROM rag.ask(%s, 'siblings', 3, options => %s)",
+        (question, json.dumps({"passages": 3, "rank_penalty": 0.5})),
+    )
+    ask_id, *rest = cur.fetchone()
+    a = dict(zip(("status", "answer", "citations", "evidence"), rest, strict=True))
+    chunks = a["evidence"]["chunks"]
+    fact = "A lighthouse lamp burns for eleven hours on one litre of paraffin oil."
+    holder = conn.execute(
+        "SELECT chunk_id FROM rag.chunk WHERE tenant = 'siblings' AND strpos(content, %s) > 0", (fact,)
+    ).fetchone()[0]
+    # the premise: the fact's chunk is a passage below a better-ranked one of its own section
+    ranked = {c["chunk_id"]: c for c in chunks}
+    assert holder in ranked and ranked[holder]["rank"] > 1
+    assert chunks[0]["anchor"] == ranked[holder]["anchor"] and chunks[0]["chunk_id"] != holder
+    assert "section_chunks" not in a["evidence"] and "lower_chunks" not in a["evidence"]
+    assert a["status"] == "answered"
+    assert_verbatim(conn, a)
+    assert any(c["chunk_id"] == holder and c["quote"] == fact for c in a["citations"]), a["answer"]
+    assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
