@@ -513,23 +513,26 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
     """The vector leg's HNSW search (measured at 1M chunks, docs/BENCHMARKS.md 0.9.0): ef_search 400 and
     ef / 2 rows for tenants up to 100,000 chunks; above, ef_search 800 and (through the tenant's own index)
     1.5 x ef rows, so pgvector's iterative scan searches on past the first ef candidates (clusters of
-    near-copies the first pass misses).
+    near-copies the first pass misses); 600 (900 rows) through an own index built with ef_construction 200.
     Every row count is at least the leg's depth, and within the scan's own hnsw.max_scan_tuples (pinned on
     rag._candidates with iterative_scan and ef_search, so no setting of the caller's session shortens the
     search)."""
     got = conn.execute(
-        "SELECT n, d, rag._ann_ef(n, d), rag._ann_fetch(n, d, true), rag._ann_fetch(n, d, false) "
-        "FROM unnest(%s::bigint[]) AS n, unnest(%s::integer[]) AS d ORDER BY n, d",
+        "SELECT n, d, dense, rag._ann_ef(n, d, dense), rag._ann_fetch(n, d, true, dense), "
+        "rag._ann_fetch(n, d, false, dense) "
+        "FROM unnest(%s::bigint[]) AS n, unnest(%s::integer[]) AS d, unnest('{f,t}'::boolean[]) AS dense "
+        "ORDER BY n, d, dense",
         ([40, 10000, 100000, 100001, 350000, 10**9], [40, 80, 400]),
     ).fetchall()
-    table = {(n, d): (ef, fetch) for n, d, ef, fetch, _ in got}
-    # through the table's index (a tenant filter) the fetch stays ef / 2: past ef it would read other tenants
-    assert all(wide == ef // 2 for _, _, ef, _, wide in got)
-    assert table[(10000, 40)] == (400, 200)
-    assert table[(100000, 40)] == (400, 200)
-    assert table[(100001, 40)] == (800, 1200)
-    assert table[(350000, 40)] == (800, 1200)
-    assert table[(350000, 400)] == (1000, 1500)  # k 100: pgvector's largest ef_search
+    table = {(n, d, dense): (ef, fetch) for n, d, dense, ef, fetch, _ in got}
+    # through the table's index (a tenant filter) the fetch stays ef / 2 of the default graph's search
+    assert all(wide == table[n, d, False][0] // 2 for n, d, _, _, _, wide in got)
+    assert table[(10000, 40, False)] == table[(10000, 40, True)] == (400, 200)
+    assert table[(100000, 40, False)] == table[(100000, 40, True)] == (400, 200)
+    assert table[(100001, 40, False)] == (800, 1200)
+    assert table[(350000, 40, False)] == (800, 1200)
+    assert table[(350000, 40, True)] == (600, 900)
+    assert table[(350000, 400, False)] == table[(350000, 400, True)] == (1000, 1500)  # pgvector's largest
     config = dict(
         s.split("=", 1)
         for s in conn.execute(
@@ -538,7 +541,7 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
         ).fetchone()[0]
     )
     assert config["hnsw.iterative_scan"] == "relaxed_order"
-    for (n, d), (ef, fetch) in table.items():
+    for (n, d, _), (ef, fetch) in table.items():
         assert 1 <= ef <= 1000, (n, d)
         assert d <= fetch <= int(config["hnsw.max_scan_tuples"]), (n, d)
         assert (fetch > ef) == (n > 100000), (n, d)
@@ -546,5 +549,36 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
         "SELECT prosrc FROM pg_proc "
         "WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb)'::regprocedure"
     ).fetchone()[0]
-    assert "USING p_qemb, rag._ann_fetch(n_active, p_depth, own_ann)" in body
-    assert "ef := rag._ann_ef(n_active, p_depth)" in body
+    assert "USING p_qemb, rag._ann_fetch(n_active, p_depth, own_ann, own_dense)" in body
+    assert "ef := rag._ann_ef(n_active, p_depth, own_dense)" in body
+    assert "own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index))" in body
+
+
+def test_the_largest_tenants_own_graph_is_built_denser_and_read_back(conn):
+    """rag._index_tenants builds a tenant of over 100,000 live chunks its HNSW index WITH (ef_construction =
+    200) (pgvector's default below), and rag._index_is_dense tells such an index from one built with the
+    default, which keeps the search it was measured with (an upgrade without a rebuild keeps its recall)."""
+    assert conn.execute("SELECT rag._hnsw_build_options(100000)").fetchone()[0] == ""
+    assert conn.execute("SELECT rag._hnsw_build_options(100001)").fetchone()[0] == (
+        " WITH (ef_construction = 200)"
+    )
+    body = conn.execute(
+        "SELECT prosrc FROM pg_proc WHERE oid = 'rag._index_tenants(bigint, text)'::regprocedure"
+    ).fetchone()[0]
+    assert "rag._hnsw_build_options(st.live_chunks)" in body
+    conn.execute("CREATE TABLE public.dense_probe (embedding vector(3))")
+    try:
+        for name, opts in (
+            ("probe_default", ""),
+            ("probe_64", " WITH (ef_construction = 64)"),
+            ("probe_200", " WITH (ef_construction = 200)"),
+        ):
+            ddl = f"CREATE INDEX {name} ON public.dense_probe USING hnsw (embedding vector_cosine_ops){opts}"
+            conn.execute(ddl)
+        got = conn.execute(
+            "SELECT rag._index_is_dense('public.probe_default'), rag._index_is_dense('public.probe_64'), "
+            "rag._index_is_dense('public.probe_200')"
+        ).fetchone()
+        assert got == (False, False, True)
+    finally:
+        conn.execute("DROP TABLE public.dense_probe")

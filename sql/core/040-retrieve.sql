@@ -223,33 +223,60 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 -- 1.5 x ef for the larger tenants through their own partial index (the iterative scan searches on past the first
 -- ef candidates; measured only there: through the table's index with a tenant filter it would visit about
 -- three times as many rows of other tenants, up to max_scan_tuples).
-CREATE OR REPLACE FUNCTION rag._ann_ef(p_live bigint, p_depth integer)
+CREATE OR REPLACE FUNCTION rag._ann_ef(p_live bigint, p_depth integer, p_dense boolean)
 RETURNS integer
 LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
-    -- PL/pgSQL like the other helpers of a call: a sql function with SET is planned again on every call
-    RETURN least(1000, greatest(p_depth * 10, CASE WHEN p_live > 100000 THEN 800 ELSE 400 END));
+    -- PL/pgSQL like the other helpers of a call: a sql function with SET is planned again on every call.
+    -- A graph built with ef_construction 200 (rag._hnsw_build_options) reaches the same clusters with
+    -- three quarters of the search (docs/BENCHMARKS.md, 0.9.0 session 12: recall@10 0.998 at ef 600 / 900 rows
+    -- against 0.990 at ef 800 / 1,200 rows on the default graph, in the same time).
+    RETURN least(1000, greatest(p_depth * 10,
+        CASE WHEN p_live > 100000 THEN CASE WHEN p_dense THEN 600 ELSE 800 END ELSE 400 END));
 END
 $fn$;
-COMMENT ON FUNCTION rag._ann_ef(bigint, integer) IS
-'Internal: hnsw.ef_search of the vector leg for a tenant of p_live live chunks at depth p_depth.';
+COMMENT ON FUNCTION rag._ann_ef(bigint, integer, boolean) IS
+'Internal: hnsw.ef_search of the vector leg for a tenant of p_live live chunks at depth p_depth (p_dense: '
+'searched through its own index built with ef_construction >= 200).';
 
-CREATE OR REPLACE FUNCTION rag._ann_fetch(p_live bigint, p_depth integer, p_own_index boolean)
+CREATE OR REPLACE FUNCTION rag._ann_fetch(p_live bigint, p_depth integer, p_own_index boolean, p_dense boolean)
 RETURNS integer
 LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
-    RETURN CASE WHEN p_live > 100000 AND p_own_index THEN 3 ELSE 1 END * rag._ann_ef(p_live, p_depth) / 2;
+    RETURN CASE WHEN p_live > 100000 AND p_own_index THEN 3 ELSE 1 END
+        * rag._ann_ef(p_live, p_depth, p_own_index AND p_dense) / 2;
 END
 $fn$;
-COMMENT ON FUNCTION rag._ann_fetch(bigint, integer, boolean) IS
+COMMENT ON FUNCTION rag._ann_fetch(bigint, integer, boolean, boolean) IS
 'Internal: how many rows the vector leg''s ANN query fetches (LIMIT) for a tenant of p_live live chunks at depth '
 'p_depth (over ef_search for the largest tenants with their own index: pgvector''s iterative scan searches on).';
+
+-- Whether an HNSW index was built with ef_construction of at least 200 (rag._hnsw_build_options): its graph is
+-- searched with a smaller ef_search (rag._ann_ef). An index built with pgvector's default (64) keeps the
+-- search it was measured with, so an upgrade without a rebuild keeps its recall.
+CREATE OR REPLACE FUNCTION rag._index_is_dense(p_index regclass)
+RETURNS boolean
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    RETURN EXISTS (
+        SELECT FROM pg_catalog.pg_class AS cl
+        CROSS JOIN LATERAL pg_catalog.pg_options_to_table(cl.reloptions) AS o
+        WHERE cl.oid = p_index AND o.option_name = 'ef_construction' AND o.option_value::integer >= 200
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag._index_is_dense(regclass) IS
+'Internal: true when the HNSW index p_index was built with ef_construction >= 200 (searched with a smaller '
+'ef_search by rag._ann_ef).';
 
 -- Every candidate of every leg with its per-leg rank and score and the fused score, in total order.
 -- Each leg reads a bounded number of rows through an index, whatever the tenant's size:
@@ -327,6 +354,7 @@ DECLARE
     fts_ids bigint [];
     use_ann boolean := false;
     own_ann boolean := false;
+    own_dense boolean := false;
     ann_ids bigint [];
     -- the ANN rows' tie-break keys and exact distances, read by the scan itself (see the vector leg)
     ann_keys text [];
@@ -386,7 +414,10 @@ BEGIN
         -- pgvector's 1,000 alone got there, docs/BENCHMARKS.md). Every value is the function's own (SET above,
         -- set_config local to the call): no session setting of the caller changes how far the scan goes.
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        ef := rag._ann_ef(n_active, p_depth);
+        IF own_ann AND n_active > 100000 THEN
+            own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index));
+        END IF;
+        ef := rag._ann_ef(n_active, p_depth, own_dense);
         PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
         -- each row's exact distance and tie-break keys come from the heap tuple the scan fetches anyway, so
         -- the re-score needs no second lookup of the fetched rows by primary key (docs/BENCHMARKS.md, 0.7.0)
@@ -396,7 +427,7 @@ BEGIN
             ' SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) $1 AS raw'
             ' FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
             ' ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2) AS a', p_tenant)
-        INTO ann_ids, ann_keys, ann_idx, ann_raw USING p_qemb, rag._ann_fetch(n_active, p_depth, own_ann);
+        INTO ann_ids, ann_keys, ann_idx, ann_raw USING p_qemb, rag._ann_fetch(n_active, p_depth, own_ann, own_dense);
         IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
             ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
         END IF;
