@@ -23,7 +23,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
-from common import ann_search  # noqa: E402
+from common import ann_search, exact_top10  # noqa: E402
 
 
 def main() -> None:
@@ -62,12 +62,7 @@ def main() -> None:
                 c = conns[name]
                 c.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
                 ids, ms = ann_search(c, tenant, qemb, rows)
-                top = c.execute(
-                    "SELECT chunk_id FROM rag.chunk WHERE chunk_id = ANY (%s) ORDER BY "
-                    "round((embedding OPERATOR(public.<=>) %s::vector)::numeric, 6), "
-                    "doc_key, chunk_index, chunk_id LIMIT 10",
-                    (ids, qemb),
-                ).fetchall()
+                top = exact_top10(c, ids, qemb)
                 r = res.setdefault((name, ef, rows), {"recall": {}, "ms": []})
                 r["recall"][qid] = len({t[0] for t in top} & set(gt)) / 10
                 if rnd:

@@ -30,7 +30,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
-from common import ann_search  # noqa: E402
+from common import ann_search, exact_top10  # noqa: E402
 
 DEFAULT_GRID = "800:400:relaxed_order:20000"
 
@@ -74,12 +74,7 @@ def main() -> None:
                 c.execute(sql.SQL("SET hnsw.iterative_scan = {}").format(sql.Literal(mode)))
                 c.execute(sql.SQL("SET hnsw.max_scan_tuples = {}").format(sql.Literal(mx)))
                 ids, dt = ann_search(c, tenant, qemb, lim)
-                top = c.execute(
-                    "SELECT chunk_id, round((embedding OPERATOR(public.<=>) %s::vector)::numeric, 6)::float8 "
-                    "FROM rag.chunk WHERE chunk_id = ANY (%s) "
-                    "ORDER BY 2, doc_key, chunk_index, chunk_id LIMIT 10",
-                    (qemb, ids or []),
-                ).fetchall()
+                top = exact_top10(c, ids, qemb)
                 key = (cls, s)
                 recall.setdefault(key, {})[qid] = len({t[0] for t in top} & set(gt)) / max(1, len(gt))
                 tie.setdefault(key, {})[qid] = min(

@@ -53,3 +53,14 @@ def ann_search(conn: psycopg.Connection, tenant: str, qemb: str, limit: int) -> 
         (qemb, limit),
     ).fetchone()[0]
     return ids or [], (time.perf_counter() - t0) * 1000
+
+
+def exact_top10(conn: psycopg.Connection, ids: list[int], qemb: str) -> list[tuple[int, float]]:
+    """The best 10 of `ids` by exact distance, ordered as the vector leg orders them (rounded to 6 places,
+    then doc_key, chunk_index, chunk_id): (chunk_id, rounded distance)."""
+    return conn.execute(
+        "SELECT chunk_id, round((embedding OPERATOR(public.<=>) %s::vector)::numeric, 6)::float8 "
+        "FROM rag.chunk WHERE chunk_id = ANY (%s) "
+        "ORDER BY 2, doc_key, chunk_index, chunk_id LIMIT 10",
+        (qemb, ids or []),
+    ).fetchall()
