@@ -384,10 +384,14 @@ def test_calibrate_refuses_a_cost_that_is_no_positive_number_or_an_expect_of_the
 
 def test_calibrate_is_refused_to_tenant_roles_and_changes_only_its_own_tenant(pg, adb):
     """A reader and a writer of alpha are refused rag.calibrate (42501, nothing stored) and its internals
-    (rag._calibrate, rag._calibration_threshold: 42501). An admin's calibration of alpha with duplicated ids
-    and labels and a cost at the bound stores alpha's gate only: bravo's gate and every other tenant's stay
-    as they were, and the rows it returns cite only alpha's anchors."""
-    questions = CAL_QUESTIONS + [dict(CAL_QUESTIONS[0]), dict(CAL_QUESTIONS[2])]
+    (rag._calibrate, rag._calibration_threshold: 42501). An admin's calibration of alpha with duplicated
+    questions and labels (under ids of their own: a repeated id is 22023 since 0.9.0, nothing stored) and a
+    cost at the bound stores alpha's gate only: bravo's gate and every other tenant's stay as they were, and
+    the rows it returns cite only alpha's anchors."""
+    questions = CAL_QUESTIONS + [
+        {**CAL_QUESTIONS[0], "id": "a1-again"},
+        {**CAL_QUESTIONS[2], "id": "n1-again"},
+    ]
     before = gates(pg, adb)
     for role in ("reader", "writer"):
         with connect(pg, adb, R[role]) as c:
@@ -400,13 +404,16 @@ def test_calibrate_is_refused_to_tenant_roles_and_changes_only_its_own_tenant(pg
             )
     assert gates(pg, adb) == before
     with connect(pg, adb, R["admin"]) as a:
+        repeated = CAL_QUESTIONS + [dict(CAL_QUESTIONS[0])]
+        assert fails(a, "SELECT * FROM rag.calibrate('alpha', %s)", (json.dumps(repeated),)) == "22023"
+        assert gates(pg, adb) == before
         rows = a.execute(
             "SELECT id, top_anchor FROM rag.calibrate('alpha', %s, 1e6)", (json.dumps(questions),)
         ).fetchall()
-    assert [r[0] for r in rows] == ["a1", "a2", "n1", "a1", "n1"]
+    assert [r[0] for r in rows] == ["a1", "a2", "n1", "a1-again", "n1-again"]
     after = gates(pg, adb)
     assert after["alpha"] != before["alpha"] and after["alpha"]["false_answer_cost"] == 1e6
-    assert after["alpha"]["calibrated_on"] == ["a1", "a2", "n1", "a1", "n1"]
+    assert after["alpha"]["calibrated_on"] == ["a1", "a2", "n1", "a1-again", "n1-again"]
     others = {k: v for k, v in before.items() if k != "alpha"}
     assert {k: v for k, v in after.items() if k != "alpha"} == others
     with pg.admin(adb) as a:
