@@ -2,7 +2,7 @@
 
 The repository keeps one copy of the SQL (migrations/, sql/core/, extension/released/,
 extension/pgcite.control); building a wheel copies those files into the package. An editable install or a
-source checkout reads them where they are (src/pgcite/install.py, find_sources). The rest: pyproject.toml.
+source checkout reads them where they are (src/pgcite/install_sources.py, find_sources). The rest: pyproject.toml.
 """
 
 from pathlib import Path

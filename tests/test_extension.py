@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from array import array
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -189,6 +191,27 @@ def test_every_function_documented_and_search_path_pinned(conn):
     assert undocumented == []
     unpinned = [name for name, _, cfg in rows if not any(s.startswith("search_path=") for s in (cfg or []))]
     assert unpinned == []
+
+
+def test_every_public_function_is_in_the_sql_reference(conn):
+    """Every public function a user can call (granted to PUBLIC or to a tenant role; not the internal rag._*)
+    has a COMMENT ON and an entry in docs/sql.md."""
+    rows = conn.execute(
+        """
+        SELECT DISTINCT p.proname, obj_description(p.oid, 'pg_proc') IS NOT NULL FROM pg_proc p
+        WHERE p.pronamespace = 'rag'::regnamespace AND p.prorettype <> 'trigger'::regtype
+          AND p.proname NOT LIKE '\\_%%'
+          AND (has_function_privilege('public', p.oid, 'EXECUTE')
+               OR has_function_privilege('pgcite_reader', p.oid, 'EXECUTE')
+               OR has_function_privilege('pgcite_writer', p.oid, 'EXECUTE')
+               OR has_function_privilege('pgcite_admin', p.oid, 'EXECUTE'))
+        """
+    ).fetchall()
+    assert len(rows) > 20
+    reference = (Path(__file__).parent.parent / "docs" / "sql.md").read_text()
+    missing = [name for name, _ in rows if not re.search(rf"\brag\.{name}\b", reference)]
+    assert missing == []
+    assert [name for name, commented in rows if not commented] == []
 
 
 def test_user_tables_have_rls_and_are_dumped(conn):
