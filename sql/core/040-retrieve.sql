@@ -414,7 +414,7 @@ BEGIN
         -- pgvector's 1,000 alone got there, docs/BENCHMARKS.md). Every value is the function's own (SET above,
         -- set_config local to the call): no session setting of the caller changes how far the scan goes.
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        IF own_ann AND n_active > 100000 THEN
+        IF own_ann THEN
             own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index));
         END IF;
         ef := rag._ann_ef(n_active, p_depth, own_dense);

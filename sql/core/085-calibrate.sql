@@ -230,7 +230,7 @@ BEGIN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
             MESSAGE = pg_catalog.format('question ids must be unique: %s appears %s times',
-                pg_catalog.quote_literal(pg_catalog.left(r.id, 60)), r.n),
+                pg_catalog.quote_literal(rag._quoted_part(r.id)), r.n),
             HINT = 'A question without "id" is named by its position (1, 2, ...).';
     END IF;
     -- every supplied embedding, id and question is checked before the first question runs (security round 9:
