@@ -4,6 +4,8 @@
         --a rag.chunk_hnsw_<default> --b rag.chunk_hnsw_<denser> [--grid 800:1200,600:900] [--class largest]
 
 Both indexes must exist with the same predicate (build the second by hand, e.g. WITH (ef_construction = 200)).
+--a and --b may each be a comma-separated list (one index per tenant of a class, e.g. the ten 1 % tenants):
+each connection then sees only its own list.
 Two connections, each in a transaction it never commits that marks the other index invalid in pg_index (as the
 superuser), so each plans with one graph only; every setting runs on both connections for every question in an
 order rotated per question, two rounds (latency from the second). hnsw.iterative_scan = relaxed_order and
@@ -28,8 +30,8 @@ from common import ann_search, exact_top10  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--a", required=True, help="the first index (schema-qualified)")
-    ap.add_argument("--b", required=True, help="the second index")
+    ap.add_argument("--a", required=True, help="the first index (schema-qualified), or a comma list")
+    ap.add_argument("--b", required=True, help="the second index, or a comma list")
     ap.add_argument("--grid", default="800:1200,600:900,400:600,300:450")
     ap.add_argument("--class", dest="cls", default="largest")
     args = ap.parse_args()
@@ -42,7 +44,10 @@ def main() -> None:
         c.execute("SET max_parallel_workers_per_gather = 0")
         c.execute("SET hnsw.iterative_scan = relaxed_order")
         c.execute("SET hnsw.max_scan_tuples = 20000")
-        c.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (hide,))
+        c.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = ANY(%s::regclass[])",
+            (hide.split(","),),
+        )
         conns[name] = c
     qs = (
         conns[args.a]

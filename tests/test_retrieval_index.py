@@ -513,7 +513,8 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
     """The vector leg's HNSW search (measured at 1M chunks, docs/BENCHMARKS.md 0.9.0): ef_search 400 and
     ef / 2 rows for tenants up to 100,000 chunks; above, ef_search 800 and (through the tenant's own index)
     1.5 x ef rows, so pgvector's iterative scan searches on past the first ef candidates (clusters of
-    near-copies the first pass misses); 600 (900 rows) through an own index built with ef_construction 200.
+    near-copies the first pass misses); 600 (900 rows) through an own index built with ef_construction 200,
+    and 200 (5 x depth, ef / 2 rows) through such an index of a tenant up to 100,000 chunks.
     Every row count is at least the leg's depth, and within the scan's own hnsw.max_scan_tuples (pinned on
     rag._candidates with iterative_scan and ef_search, so no setting of the caller's session shortens the
     search)."""
@@ -527,8 +528,10 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
     table = {(n, d, dense): (ef, fetch) for n, d, dense, ef, fetch, _ in got}
     # through the table's index (a tenant filter) the fetch stays ef / 2 of the default graph's search
     assert all(wide == table[n, d, False][0] // 2 for n, d, _, _, _, wide in got)
-    assert table[(10000, 40, False)] == table[(10000, 40, True)] == (400, 200)
-    assert table[(100000, 40, False)] == table[(100000, 40, True)] == (400, 200)
+    assert table[(10000, 40, False)] == table[(100000, 40, False)] == (400, 200)
+    # a dense own graph up to 100,000 chunks: half the search (recall 1.000 at 10,000 chunks, session 14)
+    assert table[(10000, 40, True)] == table[(100000, 40, True)] == (200, 100)
+    assert table[(10000, 80, True)] == (400, 200) and table[(10000, 400, True)] == (1000, 500)
     assert table[(100001, 40, False)] == (800, 1200)
     assert table[(350000, 40, False)] == (800, 1200)
     assert table[(350000, 40, True)] == (600, 900)
@@ -554,14 +557,14 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
     assert "own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index))" in body
 
 
-def test_the_largest_tenants_own_graph_is_built_denser_and_read_back(conn):
-    """rag._index_tenants builds a tenant of over 100,000 live chunks its HNSW index WITH (ef_construction =
-    200) (pgvector's default below), and rag._index_is_dense tells such an index from one built with the
-    default, which keeps the search it was measured with (an upgrade without a rebuild keeps its recall)."""
-    assert conn.execute("SELECT rag._hnsw_build_options(100000)").fetchone()[0] == ""
-    assert conn.execute("SELECT rag._hnsw_build_options(100001)").fetchone()[0] == (
-        " WITH (ef_construction = 200)"
-    )
+def test_every_tenants_own_graph_is_built_denser_and_read_back(conn):
+    """rag._index_tenants builds every tenant's own HNSW index WITH (ef_construction = 200), and
+    rag._index_is_dense tells such an index from one built with the default, which keeps the search it was
+    measured with (an upgrade without a rebuild keeps its recall)."""
+    for live in (1000, 100000, 100001):
+        assert conn.execute("SELECT rag._hnsw_build_options(%s)", (live,)).fetchone()[0] == (
+            " WITH (ef_construction = 200)"
+        )
     body = conn.execute(
         "SELECT prosrc FROM pg_proc WHERE oid = 'rag._index_tenants(bigint, text)'::regprocedure"
     ).fetchone()[0]

@@ -267,21 +267,23 @@ $fn$;
 COMMENT ON FUNCTION rag._tenant_title_index_name(text) IS
 'Internal: the name of the partial GIN (tsv) index of a tenant''s titles (rag.tenant_title) in schema rag.';
 
--- The storage options of a tenant's own HNSW index: over 100,000 live chunks ef_construction 200 (pgvector's
--- default 64 below). At 1M chunks its graph for a 350,000-chunk tenant reached recall@10 0.998 at ef_search
--- 600 against 0.990 at 800 on the default graph, in the same time, for a build 3.8 x as long (196 s against 51 s
--- on 2 cores) and the same size (docs/BENCHMARKS.md, 0.9.0 session 12). rag._ann_ef reads it back from the index.
+-- The storage options of a tenant's own HNSW index: ef_construction 200 at every size (pgvector's default is 64).
+-- At 1M chunks the graph of a 350,000-chunk tenant reached recall@10 0.998 at ef_search 600 against 0.990 at 800
+-- on the default graph, in the same time, for a build 3.8 x as long (196 s against 51 s on 2 cores; session 12),
+-- and a 10,000-chunk tenant's 1.000 at ef_search 200 against 0.999 at 200 and 1.000 only at 400 on the default
+-- graph, for a build of 3.0-3.7 s instead of 2.2 s (session 14); the size is the same (docs/BENCHMARKS.md,
+-- 0.9.0). rag._ann_ef reads it back from the index (rag._index_is_dense). p_live is kept for a size rule.
 CREATE OR REPLACE FUNCTION rag._hnsw_build_options(p_live bigint)
 RETURNS text
 LANGUAGE sql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE WHEN p_live > 100000 THEN ' WITH (ef_construction = 200)' ELSE '' END
+    SELECT ' WITH (ef_construction = 200)'
 $fn$;
 COMMENT ON FUNCTION rag._hnsw_build_options(bigint) IS
-'Internal: the WITH clause of a tenant''s own HNSW index for p_live live chunks (ef_construction 200 above '
-'100,000, else pgvector''s defaults).';
+'Internal: the WITH clause of a tenant''s own HNSW index for p_live live chunks (ef_construction 200 at '
+'every size).';
 
 CREATE OR REPLACE FUNCTION rag._index_tenants(p_min_chunks bigint, p_tenant text DEFAULT NULL)
 RETURNS TABLE (tenant text, live_chunks bigint, index_name text, build_s float8, size_mb float8)

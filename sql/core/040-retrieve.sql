@@ -219,7 +219,8 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 
 -- How the vector leg searches a tenant's HNSW graph (its own partial index or the table's), measured at 1M
 -- chunks (docs/BENCHMARKS.md, 0.5.0 and 0.9.0): hnsw.ef_search 800 for a tenant of over 100,000 live chunks,
--- 400 below (at least 10 x depth, at most pgvector's 1,000), and the rows the ANN query fetches: ef / 2, or
+-- 400 below (at least 10 x depth, at most pgvector's 1,000); through an own index built with ef_construction 200
+-- 600 above 100,000 and 200 below (at least 5 x depth); and the rows the ANN query fetches: ef / 2, or
 -- 1.5 x ef for the larger tenants through their own partial index (the iterative scan searches on past the first
 -- ef candidates; measured only there: through the table's index with a tenant filter it would visit about
 -- three times as many rows of other tenants, up to max_scan_tuples).
@@ -234,6 +235,12 @@ BEGIN
     -- A graph built with ef_construction 200 (rag._hnsw_build_options) reaches the same clusters with
     -- three quarters of the search (docs/BENCHMARKS.md, 0.9.0 session 12: recall@10 0.998 at ef 600 / 900 rows
     -- against 0.990 at ef 800 / 1,200 rows on the default graph, in the same time).
+    -- Up to 100,000 chunks the dense graph needs half the search: at 1M chunks, the 1 % tenants (10,000
+    -- chunks) reached recall@10 1.000 at ef_search 150 to 400 on it, against 0.999 (one question 0.9) below
+    -- 400 on the default graph (0.9.0 session 14), so it is searched with ef 200 (5 x depth) and ef / 2 rows.
+    IF p_live <= 100000 AND p_dense THEN
+        RETURN least(1000, greatest(p_depth * 5, 200));
+    END IF;
     RETURN least(1000, greatest(p_depth * 10,
         CASE WHEN p_live > 100000 THEN CASE WHEN p_dense THEN 600 ELSE 800 END ELSE 400 END));
 END
