@@ -20,9 +20,9 @@
 --weights '{"section": 0.1}' runs with those values of rag._quote_weights() (the weights of quote choice)
 replaced in both databases for the run and restored after it (needs a superuser: the private cluster's), for
 the grids of docs/BENCHMARKS.md; --settings '{"weight_fts": 0.3}' likewise sets rag.set_config values (the
-retrieval settings: rrf_k, weight_vector, weight_fts, weight_trgm, ...) in both databases for the run, calibration
-included, and restores them after. *ms/ask* is the mean client-side time of one rag.ask (embedding included on
-the PL/Python path, passed on the core path).
+retrieval settings: rrf_k, weight_vector, weight_fts, weight_trgm, ...) in both databases for the run,
+calibration included, and restores them after. *ms/ask* is the mean client-side time of one rag.ask
+(embedding included on the PL/Python path, passed on the core path).
 """
 
 from __future__ import annotations
@@ -143,8 +143,8 @@ def quote_weights(dsns: list[str], override: dict) -> Iterator[None]:
 
 @contextlib.contextmanager
 def settings(dsns: list[str], values: dict) -> Iterator[None]:
-    """rag.set_config of each of `values` in each database for the block (retrieval settings such as weight_fts);
-    each setting as it was (rag.config's value, or none: the default) restored after."""
+    """rag.set_config of each of `values` in each database for the block (retrieval settings such as
+    weight_fts); each setting as it was (rag.config's value, or none: the default) restored after."""
     saved = []
     try:
         for dsn in dsns:
