@@ -19,8 +19,10 @@
 
 --weights '{"section": 0.1}' runs with those values of rag._quote_weights() (the weights of quote choice)
 replaced in both databases for the run and restored after it (needs a superuser: the private cluster's), for
-the grids of docs/BENCHMARKS.md. *ms/ask* is the mean client-side time of one rag.ask (embedding included on
-the PL/Python path, passed on the core path).
+the grids of docs/BENCHMARKS.md; --settings '{"weight_fts": 0.3}' likewise sets rag.set_config values (the
+retrieval settings: rrf_k, weight_vector, weight_fts, weight_trgm, ...) in both databases for the run,
+calibration included, and restores them after. *ms/ask* is the mean client-side time of one rag.ask
+(embedding included on the PL/Python path, passed on the core path).
 """
 
 from __future__ import annotations
@@ -139,6 +141,25 @@ def quote_weights(dsns: list[str], override: dict) -> Iterator[None]:
                 c.execute(WEIGHTS_SQL % psycopg.sql.Literal(json.dumps(now)).as_string(c))
 
 
+@contextlib.contextmanager
+def settings(dsns: list[str], values: dict) -> Iterator[None]:
+    """rag.set_config of each of `values` in each database for the block (retrieval settings such as
+    weight_fts); each setting as it was (rag.config's value, or none: the default) restored after."""
+    saved = []
+    try:
+        for dsn in dsns:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                for name, value in values.items():
+                    was = c.execute("SELECT value FROM rag.config WHERE name = %s", (name,)).fetchone()
+                    saved.append((dsn, name, was[0] if was else None))
+                    c.execute("SELECT rag.set_config(%s, %s)", (name, str(value)))
+        yield
+    finally:
+        for dsn, name, was in saved:
+            with psycopg.connect(dsn, autocommit=True) as c:
+                c.execute("SELECT rag.set_config(%s, %s)", (name, was))
+
+
 class Timed:
     """An ask function that adds up its wall time."""
 
@@ -168,6 +189,11 @@ def main() -> int:
     ap.add_argument("--calibration-only", action="store_true", help="only the calibration splits")
     ap.add_argument("--weights", default="{}", help="rag._quote_weights() values for the run, as JSON")
     ap.add_argument(
+        "--settings",
+        default="{}",
+        help="rag.set_config values for the run, as JSON, e.g. '{\"weight_fts\": 0.3}'",
+    )
+    ap.add_argument(
         "--core", action="store_true", help="also the core-only lexical path (dev set, gate open)"
     )
     ap.add_argument(
@@ -185,6 +211,7 @@ def main() -> int:
     rows = []
     with (
         quote_weights([x for x in (dsn, core_dsn) if x], weights) if weights else contextlib.nullcontext(),
+        settings([x for x in (dsn, core_dsn) if x], json.loads(args.settings)),
         Client(dsn) as client,
     ):
         calib = load_questions(ROOT / "eval" / "pgdocs-dev.jsonl", "calibration")

@@ -19,7 +19,9 @@ server with the same PGCITE_TEST_API_KEY as the tests to run the API key checks 
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -297,3 +299,39 @@ def fails(conn, sql, params=None) -> str | None:
     if not conn.autocommit:
         conn.rollback()
     return sqlstate_of(e)
+
+
+# ---------------------------------------------------------------- the full-text leg recomputed
+def bm25_reference(conn, tenant: str, question: str, limit: int = 40) -> list[tuple[int, float]]:
+    """The full-text leg's ranking recomputed in Python from the tenant's live chunks' tsvectors (no pgcite
+    function): every chunk holding one of the question's lexemes (the leg's OR-ed query), scored by BM25 with
+    k1 1.2 and b 0 (idf from the tenant's own live chunks, tf a lexeme's positions in the chunk), in the leg's
+    total order (score descending, doc_key, chunk_index, chunk_id), the first `limit`: [(chunk_id, score)]."""
+    lexemes = set(
+        conn.execute(
+            "SELECT tsvector_to_array(to_tsvector(t.ts_config, %s)) FROM rag.tenant AS t WHERE t.tenant = %s",
+            (question, tenant),
+        ).fetchone()[0]
+    )
+    chunks = conn.execute(
+        "SELECT chunk_id, doc_key, chunk_index, tsv::text FROM rag.chunk"
+        " WHERE tenant = %s AND retired_at IS NULL",
+        (tenant,),
+    ).fetchall()
+    tfs = {}
+    for cid, _, _, tsv in chunks:
+        tfs[cid] = {
+            m.group(1).replace("''", "'"): len(m.group(2).split(",")) if m.group(2) else 1
+            for m in re.finditer(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?", tsv)
+        }
+    n = len(chunks)
+    df = {lex: sum(lex in tf for tf in tfs.values()) for lex in lexemes}
+    idf = {lex: math.log(1 + (n - d + 0.5) / (d + 0.5)) for lex, d in df.items()}
+    scored = []
+    for cid, key, index, _ in chunks:
+        found = [lex for lex in lexemes if lex in tfs[cid]]
+        if found:
+            s = sum(idf[lex] * 2.2 * tfs[cid][lex] / (tfs[cid][lex] + 1.2) for lex in found)
+            scored.append((round(s, 6), key, index, cid))
+    scored.sort(key=lambda x: (-x[0], x[1], x[2], x[3]))
+    return [(cid, s) for s, _, _, cid in scored[:limit]]

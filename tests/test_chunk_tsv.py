@@ -11,7 +11,7 @@ import uuid
 
 import psycopg
 import pytest
-from conftest import CHAPTERS_TENANT, fails
+from conftest import CHAPTERS_TENANT, bm25_reference, fails
 
 
 def side(conn, tenant: str) -> list:
@@ -94,7 +94,8 @@ def test_chunk_tsv_is_not_readable_by_tenant_roles(writer):
 def test_full_text_leg_ranks_as_rag_chunk_tsv_would(conn, chapters):
     """For questions whose lexemes all fit the budget (every match is a candidate), the leg over
     rag.chunk_tsv equals the unbounded reference ranked from rag.chunk.tsv: the top 40 of every live match by
-    ts_rank_cd, in total order; and the rows change with rag.chunk_tsv (the leg really reads it)."""
+    BM25 (conftest.bm25_reference), in total order; and the rows change with rag.chunk_tsv (the leg really
+    reads it)."""
     questions = [
         "how does autovacuum decide when to vacuum a table",
         "what is the visibility map",
@@ -120,15 +121,9 @@ def test_full_text_leg_ranks_as_rag_chunk_tsv_would(conn, chapters):
         if df > 400:  # the budget of depth 40 (10 x depth)
             continue
         leg = conn.execute(leg_sql, (CHAPTERS_TENANT, corrected, corrected)).fetchall()
-        ref = conn.execute(
-            "SELECT c.chunk_id, "
-            "round(ts_rank_cd(c.tsv, rag._fts_query(c.ts_config, %s), 1)::numeric, 6)::float8 "
-            "FROM rag.chunk AS c WHERE c.tenant = %s AND c.retired_at IS NULL "
-            "AND c.tsv @@ rag._fts_query(c.ts_config, %s) "
-            "ORDER BY 2 DESC, c.doc_key, c.chunk_index, c.chunk_id LIMIT 40",
-            (corrected, CHAPTERS_TENANT, corrected),
-        ).fetchall()
-        assert leg == ref and len(leg) > 0, q
+        ref = bm25_reference(conn, CHAPTERS_TENANT, corrected, 40)
+        assert [c for c, _ in leg] == [c for c, _ in ref] and len(leg) > 0, q
+        assert all(abs(a - b) < 2e-6 for (_, a), (_, b) in zip(leg, ref, strict=True)), q
         compared += 1
         # the leg reads the side table: the best chunk's narrow row emptied of the question's words, it
         # drops out

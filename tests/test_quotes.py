@@ -544,7 +544,7 @@ def test_quote_from_another_chunk_of_the_section(conn, db):
 LAMP_ROOM = """# Lighthouse lamp paraffin oil burn litre
 
 The lighthouse lamp room holds the lighthouse lamp, the lens and a store of paraffin oil for the \
-lamp to burn. Keepers carried the paraffin oil up to the lighthouse lamp in litre cans, a litre at \
+lamp to burn. Keepers carried the paraffin oil up to the lighthouse lamp in litre cans, one litre at \
 a time. The lighthouse lamp room was painted white inside, and the lamp burns paraffin oil.
 """
 LAMP_CANS = """# Lamp rooms

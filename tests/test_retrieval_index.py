@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from conftest import bm25_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -281,13 +282,8 @@ def test_full_text_leg_ranks_a_bounded_candidate_set(conn):
     )
     # depth 40: budget 400 >= 63 matches of both lexemes, so every match is ranked
     full = conn.execute(leg, (q, q, 40)).fetchall()
-    unbounded = conn.execute(
-        "SELECT chunk_id, content FROM rag.chunk "
-        "WHERE tenant = 'fts' AND tsv @@ rag._fts_query('english', %s) "
-        "ORDER BY round(ts_rank_cd(tsv, rag._fts_query('english', %s), 1)::numeric, 6) DESC, doc_key, "
-        "chunk_index, chunk_id LIMIT 40",
-        (q, q),
-    ).fetchall()
+    content = dict(conn.execute("SELECT chunk_id, content FROM rag.chunk WHERE tenant = 'fts'").fetchall())
+    unbounded = [(cid, content[cid]) for cid, _ in bm25_reference(conn, "fts", q, 40)]
     assert full == unbounded and len(full) == 40
     # depth 2: budget 20 < 3 + 60, so only the 3 chunks with the rare lexeme are candidates
     small = conn.execute(leg, (q, q, 2)).fetchall()
@@ -303,6 +299,65 @@ def test_full_text_leg_ranks_a_bounded_candidate_set(conn):
     # one lexeme, over the budget: its newest matches
     one = conn.execute(leg, ("vacuum", "vacuum", 2)).fetchall()
     assert len(one) == 2 and {cid for cid, _ in one} <= newest
+
+
+def test_full_text_leg_weighs_a_question_word_by_how_rare_it_is_in_the_tenant(conn):
+    """The full-text leg ranks by BM25 over the tenant's own document frequencies: the one chunk that holds
+    the question's rare word ranks above a chunk repeating a word every chunk has (ts_rank_cd, which weighed
+    the question's words alike, put the repetitions first); a tenant reader gets those scores, and the leg's
+    are BM25 recomputed from the chunks' tsvectors. Another tenant's chunks of the rare word change none."""
+    role = "idf_reader_" + uuid.uuid4().hex[:6]
+    parts = [f"# Part {i}\n\nThe table of part {i} lists its rows." for i in range(12)]
+    parts.append("# Crowded\n\nThe table, the table and the table: one table beside another table.")
+    parts.append("# Brewing\n\nNotes on zymurgy.")
+    conn.execute("SELECT rag.create_tenant('idf')")
+    conn.execute("SELECT * FROM rag.ingest('idf', 'c.md', %s)", ("\n\n".join(parts),))
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('idf', %s)", (role,))
+    q = "zymurgy table"
+    ids = dict(
+        conn.execute(
+            "SELECT CASE WHEN content LIKE '%%zymurgy%%' THEN 'rare' ELSE 'crowded' END, chunk_id "
+            "FROM rag.chunk WHERE tenant = 'idf' "
+            "AND (content LIKE '%%zymurgy%%' OR content LIKE '%%beside%%')"
+        ).fetchall()
+    )
+    # the old scorer would have put the repetitions first
+    cd = dict(
+        conn.execute(
+            "SELECT chunk_id, ts_rank_cd(tsv, rag._fts_query('english', %s), 1) FROM rag.chunk "
+            "WHERE chunk_id = ANY (%s)",
+            (q, list(ids.values())),
+        ).fetchall()
+    )
+    assert cd[ids["crowded"]] > cd[ids["rare"]]
+    leg = (
+        "SELECT chunk_id, fts_score FROM rag._candidates('idf', %s, rag.embed(%s), 40, rag._params()) "
+        "WHERE fts_rank IS NOT NULL ORDER BY fts_rank"
+    )
+
+    def as_reader(sql: str, params: tuple) -> list:
+        conn.execute(f"SET LOCAL ROLE {role}")
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            conn.execute("RESET ROLE")
+
+    # a reader's rag.retrieve: the rare word's chunk has the larger full-text score
+    scores = dict(as_reader("SELECT chunk_id, fts_score FROM rag.retrieve(%s, 'idf', 14)", (q,)))
+    assert scores[ids["rare"]] > scores[ids["crowded"]] > 0
+    # the leg (as its owner reads it) is BM25 recomputed from the tsvectors, in its total order
+    mine = conn.execute(leg, (q, q)).fetchall()
+    ref = bm25_reference(conn, "idf", q, 40)
+    assert [c for c, _ in mine] == [c for c, _ in ref] and mine[0][0] == ids["rare"]
+    assert all(abs(a - b) < 2e-6 for (_, a), (_, b) in zip(mine, ref, strict=True))
+    # document frequencies are the tenant's own: another tenant full of the rare word changes no score
+    conn.execute("SELECT rag.create_tenant('idf_other')")
+    conn.execute(
+        "SELECT * FROM rag.ingest('idf_other', 'z.md', %s)",
+        ("\n\n".join(f"# Z {i}\n\nZymurgy and zymurgy again, {i}." for i in range(20)),),
+    )
+    assert conn.execute(leg, (q, q)).fetchall() == mine
 
 
 def test_another_tenants_ingest_does_not_switch_a_tenants_vector_search(conn):

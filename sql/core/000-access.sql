@@ -204,7 +204,7 @@ BEGIN
     RETURN QUERY SELECT * FROM (VALUES
         ('rrf_k', 'number', '5', 0::float8, 1000::float8, false, true, 'reciprocal rank fusion constant'),
         ('weight_vector', 'number', '1.0', 0, 100, false, true, 'weight of the vector leg'),
-        ('weight_fts', 'number', '0.2', 0, 100, false, true, 'weight of the full-text leg'),
+        ('weight_fts', 'number', '0.25', 0, 100, false, true, 'weight of the full-text leg (BM25)'),
         ('weight_trgm', 'number', '0.1', 0, 100, false, true, 'weight of the title-trigram leg'),
         ('min_title_similarity', 'number', '0.5', 0, 1, false, true, 'title trigram leg cut-off'),
         ('exact_search_limit', 'number', '20000', 0, 1e12, false, true,

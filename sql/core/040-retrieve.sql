@@ -294,10 +294,11 @@ COMMENT ON FUNCTION rag._index_is_dense(regclass) IS
 --   (a filtered scan of the table's graph visits about p_depth * 4 / share rows, so a large tenant with a small
 --   share of the table wants its own index).
 -- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
---   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 10, then ranked by ts_rank_cd
---   with the whole question; when every lexeme fits, that is every match, exactly as an unbounded leg.
---   If the rarest lexeme alone is over the budget, the newest p_depth * 10 chunks with both of the two
---   rarest lexemes are ranked. Their tsvectors are read from rag.chunk_tsv (narrow rows, by primary key).
+--   rag.tenant_lexeme) while their frequencies add up to at most p_depth * 10, then ranked by BM25 (the
+--   question's lexemes weighted by their idf in the tenant, below); when every lexeme fits, that is every
+--   match, exactly as an unbounded leg. If the rarest lexeme alone is over the budget, the newest p_depth * 10
+--   chunks with both of the two rarest lexemes are ranked. Their tsvectors are read from rag.chunk_tsv (narrow
+--   rows, by primary key).
 -- - titles: the tenant's distinct titles (rag.tenant_title) sharing a lexeme with the question (the tenant's own
 --   partial GIN index, else the table-wide one; a tenant of at most 2,000 chunks reads its titles by primary
 --   key), each scored once by word_similarity.
@@ -376,6 +377,10 @@ DECLARE
     second text;
     n_dropped bigint;
     kept_df bigint;
+    -- the question's lexemes found in the tenant, with their inverse document frequencies in it (the full-text
+    -- leg's scores)
+    q_lex text [];
+    q_idf float8 [];
     n_table bigint;
     scan_tenant boolean := false;
     big_share boolean := false;
@@ -553,18 +558,42 @@ BEGIN
             FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
         END IF;
         PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
-        -- each candidate's tsv read from rag.chunk_tsv's narrow rows (not rag.chunk's ~2.9 kB ones) and scored;
-        -- only the candidates scoring at least the p_depth-th best score (ties included) need their tie-break
-        -- keys from rag.chunk
+        -- the question's lexemes the tenant has, each with its idf in the tenant: ln(1 + (N - df + 0.5) / (df + 0.5)),
+        -- N the tenant's live chunks, df those holding the lexeme (rag.tenant_lexeme: no other tenant's counts)
+        SELECT pg_catalog.array_agg(x.lexeme ORDER BY x.lexeme),
+            pg_catalog.array_agg(ln(1 + (n_active - x.df + 0.5) / (x.df + 0.5)) ORDER BY x.lexeme)
+        INTO q_lex, q_idf
+        FROM (
+            SELECT l.lexeme, s.live_chunks::float8 AS df
+            FROM pg_catalog.unnest(lexemes) AS l (lexeme)
+            INNER JOIN rag.tenant_lexeme AS s ON s.tenant = v_tenant AND s.lexeme = l.lexeme COLLATE "default"
+            WHERE s.live_chunks > 0
+        ) AS x;
+        -- each candidate's tsv read from rag.chunk_tsv's narrow rows (not rag.chunk's ~2.9 kB ones) and scored by
+        -- BM25 without length normalisation (k1 1.2, b 0; chunks are bounded in size by the chunker): the sum over
+        -- the question's lexemes in the chunk of idf x 2.2 tf / (tf + 1.2), tf its occurrences (positions) in the
+        -- chunk. Until 0.9.0 ts_rank_cd, which weighs every word of the question alike: a rare word the fact's chunk
+        -- shares with the question counted no more than "table" (#11 session 14, docs/BENCHMARKS.md). Only the
+        -- candidates scoring at least the p_depth-th best score (ties included) need their tie-break keys from
+        -- rag.chunk
         WITH scored AS MATERIALIZED (
             SELECT u.chunk_id, ct.s
             FROM pg_catalog.unnest(fts_ids) AS u (chunk_id)
             CROSS JOIN LATERAL (
-                SELECT round(pg_catalog.ts_rank_cd(v.tsv, q, 1)::numeric, 6)::float8 AS s
-                FROM rag.chunk_tsv AS v
+                SELECT v.tsv FROM rag.chunk_tsv AS v
                 WHERE v.chunk_id = u.chunk_id AND v.tsv @@ q
                 OFFSET 0
+            ) AS m
+            CROSS JOIN LATERAL (
+                SELECT round(sum(w.idf * 2.2 * e.tf / (e.tf + 1.2))::numeric, 6)::float8 AS s
+                FROM (
+                    SELECT tv.lexeme, coalesce(pg_catalog.array_length(tv.positions, 1), 1)::float8 AS tf
+                    FROM pg_catalog.unnest(m.tsv) AS tv
+                ) AS e
+                INNER JOIN ROWS FROM (pg_catalog.unnest(q_lex), pg_catalog.unnest(q_idf)) AS w (lexeme, idf)
+                    ON w.lexeme = e.lexeme
             ) AS ct
+            WHERE ct.s IS NOT NULL
         )
         SELECT pg_catalog.array_agg(f.chunk_id ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id),
             pg_catalog.array_agg(f.s ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id)
