@@ -588,7 +588,12 @@ BEGIN
                 SELECT round(sum(w.idf * 2.2 * e.tf / (e.tf + 1.2))::numeric, 6)::float8 AS s
                 FROM (
                     SELECT tv.lexeme, coalesce(pg_catalog.array_length(tv.positions, 1), 1)::float8 AS tf
-                    FROM pg_catalog.unnest(m.tsv) AS tv
+                    -- only the question's lexemes: every position weighed D, the question's A, the A ones kept
+                    -- (C functions on the tsvector: 1.1 instead of 6.9 ms for 400 candidates of ~46 lexemes;
+                    -- every lexeme of a tsvector the server made has a position)
+                    FROM pg_catalog.unnest(pg_catalog.ts_filter(
+                        pg_catalog.setweight(pg_catalog.setweight(m.tsv, 'D'), 'A', q_lex), '{a}'
+                    )) AS tv
                 ) AS e
                 INNER JOIN ROWS FROM (pg_catalog.unnest(q_lex), pg_catalog.unnest(q_idf)) AS w (lexeme, idf)
                     ON w.lexeme = e.lexeme
