@@ -293,8 +293,8 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 -- each span when the caller has it, NULL for none): rag._choose_quotes scores all its spans with one call instead of
 -- one PL/pgSQL call per span (about 34 per ask on the dev set; issue #10, session 14). The expression is the one
 -- rag._quote_bonus evaluates, which calls this with one span.
-CREATE OR REPLACE FUNCTION rag._quote_bonuses(p_spans text [], p_features jsonb, p_says_what_to_do boolean [])
-RETURNS float8 []
+CREATE OR REPLACE FUNCTION rag._quote_bonuses(p_spans text[], p_features jsonb, p_says_what_to_do boolean[])
+RETURNS float8[]
 LANGUAGE plpgsql
 IMMUTABLE
 PARALLEL SAFE
@@ -358,7 +358,7 @@ BEGIN
     );
 END
 $fn$;
-COMMENT ON FUNCTION rag._quote_bonuses(text [], jsonb, boolean []) IS
+COMMENT ON FUNCTION rag._quote_bonuses(text[], jsonb, boolean[]) IS
 'Internal: rag._quote_bonus of each span of an array, in order (one call for all the spans of rag._choose_quotes).';
 
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
