@@ -353,7 +353,7 @@ BEGIN
                 GROUP BY m.a[1]
             ) THEN (p_features -> 'weights' ->> 'defines')::float8 ELSE 0 END
         ) ORDER BY s.i)
-        FROM pg_catalog.unnest(p_spans, p_says_what_to_do) WITH ORDINALITY AS s (span, todo, i)
+        FROM ROWS FROM (pg_catalog.unnest(p_spans), pg_catalog.unnest(p_says_what_to_do)) WITH ORDINALITY AS s (span, todo, i)
         WHERE s.i <= pg_catalog.cardinality(p_spans)
     );
 END
