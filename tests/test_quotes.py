@@ -1261,3 +1261,49 @@ def test_sibling_passage_competes_as_its_section_chunk(conn, db):
     assert_verbatim(conn, a)
     assert any(c["chunk_id"] == holder and c["quote"] == fact for c in a["citations"]), a["answer"]
     assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
+
+
+def test_form_bonuses_of_all_spans_at_once_equal_each_spans_own(conn):
+    """rag._choose_quotes scores every span's form bonus with one rag._quote_bonuses call (issue #10, session
+    14): each element is the bonus of that span alone, in the spans' order, with the caller's says-what-to-do
+    value for that span (NULL: computed) and none when the array is NULL."""
+    # as rag._choose_quotes has them: the question's features and the weights of quote choice
+    features = conn.execute(
+        "SELECT rag._question_features(%s) || jsonb_build_object('weights', rag._quote_weights())",
+        ("How do I remove pg_dump's VACUUM output if none is given?",),
+    ).fetchone()[0]
+    spans = [
+        "Use pg_dump and run VACUUM after it.",
+        "The vacuum daemon calls pg_dump nightly.",
+        "If no output is given, the file is removed.",
+        "Nothing of the kind here.",
+        "Remove the 3 files with rm.",
+    ]
+    todo = [False, True, None, True, None]
+
+    def one(span, says):
+        return conn.execute(
+            "SELECT (rag._quote_bonuses(ARRAY[%s], %s, ARRAY[%s::boolean]))[1]",
+            (span, json.dumps(features), says),
+        ).fetchone()[0]
+
+    def single(span, says):
+        return conn.execute(
+            "SELECT rag._quote_bonus(%s, %s, %s)", (span, json.dumps(features), says)
+        ).fetchone()[0]
+
+    batch, batch_null = conn.execute(
+        "SELECT rag._quote_bonuses(%s::text[], %s, %s::boolean[]), rag._quote_bonuses(%s::text[], %s, NULL)",
+        (spans, json.dumps(features), todo, spans, json.dumps(features)),
+    ).fetchone()
+    assert batch == [one(s, t) for s, t in zip(spans, todo, strict=True)]
+    assert batch == [single(s, t) for s, t in zip(spans, todo, strict=True)]
+    assert batch_null == [one(s, None) for s in spans]
+    # the caller's value counts: the first span says what to do, but was passed false
+    howto = float(features["weights"]["howto"])
+    assert features["howto"] is True
+    assert one(spans[0], True) - one(spans[0], False) == pytest.approx(howto)
+    assert batch_null[0] == pytest.approx(batch[0] + howto)
+    # the names, the condition and the action made the spans' bonuses differ (the check is not vacuous)
+    assert len(set(batch)) >= 3
+    assert conn.execute("SELECT rag._quote_bonuses('{}'::text[], '{}'::jsonb, NULL)").fetchone()[0] is None
