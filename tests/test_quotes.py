@@ -1398,3 +1398,29 @@ def test_coverage_follows_its_rule_word_by_word(conn, widgets, question):
         coverage, words = _coverage_by_the_rule(conn, question, ids, live)
         assert words and got["words"] == words
         assert float(got["coverage"]) == pytest.approx(coverage, abs=1e-6)
+
+
+def test_a_condition_counts_its_first_200_characters(conn):
+    """The condition a question sets, and the one a span opens with, are read up to 200 characters after it
+    begins (since issue #10, session 14 cut by left() after the match instead of a bounded repetition in the
+    pattern, which cost milliseconds to compile): a word past them is not part of the condition."""
+    question = "What happens if the " + " ".join(f"alpha{i}" for i in range(40)) + " omegaword?"
+    cond = question[question.index("if ") + 3 :]
+    f, head, whole = conn.execute(
+        "SELECT rag._question_features(%s), rag._content_terms(left(%s, 200)), rag._content_terms(%s)",
+        (question, cond, cond),
+    ).fetchone()
+    assert f["condition"]["terms"] == head
+    assert "alpha0" in head and "omegaword" not in head and "omegaword" in whole
+    features = conn.execute(
+        "SELECT rag._question_features('What if zetaflag is on?')"
+        " || jsonb_build_object('weights', rag._quote_weights())"
+    ).fetchone()[0]
+    assert features["condition"]["terms"] == ["zetaflag"]
+    near = "If zetaflag is on, the widget is sealed."
+    far = "If " + "the widget " * 20 + "has zetaflag on, it is sealed."
+    assert len(far) > 200 + len("If") and far.index("zetaflag") > 200
+    bonus = conn.execute(
+        "SELECT rag._quote_bonuses(%s::text[], %s, NULL)", ([near, far], json.dumps(features))
+    ).fetchone()[0]
+    assert bonus[0] - bonus[1] == pytest.approx(float(features["weights"]["condition"]))
