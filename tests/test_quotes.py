@@ -5,6 +5,7 @@ citation is checked verbatim at its offsets, on the PL/Python path and on the co
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import psycopg
@@ -1261,3 +1262,165 @@ def test_sibling_passage_competes_as_its_section_chunk(conn, db):
     assert_verbatim(conn, a)
     assert any(c["chunk_id"] == holder and c["quote"] == fact for c in a["citations"]), a["answer"]
     assert conn.execute("SELECT identical FROM rag.replay(%s)", (ask_id,)).fetchone()[0] is True
+
+
+def test_form_bonuses_of_all_spans_at_once_equal_each_spans_own(conn):
+    """rag._choose_quotes scores every span's form bonus with one rag._quote_bonuses call (issue #10, session
+    14): each element is the bonus of that span alone, in the spans' order, with the caller's says-what-to-do
+    value for that span (NULL: computed) and none when the array is NULL."""
+    # as rag._choose_quotes has them: the question's features and the weights of quote choice
+    features = conn.execute(
+        "SELECT rag._question_features(%s) || jsonb_build_object('weights', rag._quote_weights())",
+        ("How do I remove pg_dump's VACUUM output if none is given?",),
+    ).fetchone()[0]
+    spans = [
+        "Use pg_dump and run VACUUM after it.",
+        "The vacuum daemon calls pg_dump nightly.",
+        "If no output is given, the file is removed.",
+        "Nothing of the kind here.",
+        "Remove the 3 files with rm.",
+    ]
+    todo = [False, True, None, True, None]
+
+    def one(span, says):
+        return conn.execute(
+            "SELECT (rag._quote_bonuses(ARRAY[%s], %s, ARRAY[%s::boolean]))[1]",
+            (span, json.dumps(features), says),
+        ).fetchone()[0]
+
+    def single(span, says):
+        return conn.execute(
+            "SELECT rag._quote_bonus(%s, %s, %s)", (span, json.dumps(features), says)
+        ).fetchone()[0]
+
+    batch, batch_null = conn.execute(
+        "SELECT rag._quote_bonuses(%s::text[], %s, %s::boolean[]), rag._quote_bonuses(%s::text[], %s, NULL)",
+        (spans, json.dumps(features), todo, spans, json.dumps(features)),
+    ).fetchone()
+    assert batch == [one(s, t) for s, t in zip(spans, todo, strict=True)]
+    assert batch == [single(s, t) for s, t in zip(spans, todo, strict=True)]
+    assert batch_null == [one(s, None) for s in spans]
+    # the caller's value counts: the first span says what to do, but was passed false
+    howto = float(features["weights"]["howto"])
+    assert features["howto"] is True
+    assert one(spans[0], True) - one(spans[0], False) == pytest.approx(howto)
+    assert batch_null[0] == pytest.approx(batch[0] + howto)
+    # the names, the condition and the action made the spans' bonuses differ (the check is not vacuous)
+    assert len(set(batch)) >= 3
+    assert conn.execute("SELECT rag._quote_bonuses('{}'::text[], '{}'::jsonb, NULL)").fetchone()[0] is None
+
+
+def _coverage_by_the_rule(conn, question, ids, live):
+    """rag._coverage's rule spelt out word by word (the passages' words split on white space, each stripped of
+    punctuation and lowered; the lexemes from the tenant's configuration), for comparing with the function."""
+    lexeme_cache: dict[str, str | None] = {}
+
+    def lexeme(w):
+        if w not in lexeme_cache:
+            lexeme_cache[w] = conn.execute(
+                "SELECT (tsvector_to_array(to_tsvector('english', %s)))[1]", (w,)
+            ).fetchone()[0]
+        return lexeme_cache[w]
+
+    def strip(t):
+        return re.sub(r"^[^\w]+|[^\w]+$", "", t).lower()
+
+    q = conn.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", (question,)).fetchone()[0]
+    occ = []
+    for (content,) in conn.execute(
+        "SELECT content FROM rag.chunk WHERE chunk_id = ANY (%s) ORDER BY chunk_id", (ids,)
+    ).fetchall():
+        toks = re.split(r"\s+", content)
+        for i, tok in enumerate(toks):
+            w = strip(tok)
+            if not any(w[:3] == x[:3] for x in q):
+                continue
+            prev = toks[i - 1] if i > 0 else None
+            pw = strip(prev or "")
+            prev_lexeme = lexeme(pw)
+            plain = (
+                prev is None
+                or re.search(r"[.,;:!?)\]]$", prev)
+                or re.match(r"^[(\[\"']", tok)
+                or prev_lexeme is None
+                or prev_lexeme in q
+                or not re.search("[a-z]", pw)
+            )
+            occ.append((lexeme(w), None if plain else pw))
+    words = []
+    for x in q:
+        found = conn.execute(
+            "SELECT EXISTS (SELECT FROM rag.chunk WHERE chunk_id = ANY (%s)"
+            " AND tsv @@ quote_literal(%s)::tsquery)",
+            (ids, x),
+        ).fetchone()[0]
+        df = conn.execute(
+            "SELECT coalesce((SELECT live_chunks FROM rag.tenant_lexeme"
+            " WHERE tenant = %s AND lexeme = %s), 0)",
+            (TENANT, x),
+        ).fetchone()[0]
+        mods = [m for lx, m in occ if lx == x and m is not None]
+        top = max((mods.count(m) for m in set(mods)), default=0)
+        bound = bool(mods) and top >= 3 and top >= 0.5 * sum(1 for lx, _ in occ if lx == x)
+        words.append({"word": x, "found": found, "generic": df > 0.15 * live, "bound": bound})
+    specific = [w for w in words if not w["generic"]]
+    covered = [w for w in specific if w["found"] and not w["bound"]]
+    return round((len(covered) + 0.5) / (len(specific) + 1), 6), sorted(words, key=lambda w: w["word"])
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is a class?",  # bound: "operator class" in the passages
+        "What does an operator class compare?",  # the whole term asked
+        "How do I run CREATE WIDGET INDEX in the frobnicator shell?",  # code words, stop words around them
+        "Which colours are mixed into one widget, and what's the store's limit?",  # prefixes: colour/colours
+        "Is the frobnicator's widget_store (its shell) painted?",  # punctuation, a snake_case word, a quote
+    ],
+)
+def test_coverage_follows_its_rule_word_by_word(conn, widgets, question):
+    """rag._coverage (split into arrays since issue #10, session 14) gives what its rule gives, word by word:
+    the first word of each passage has no word before it (the last word of the passage before does not
+    count), stop words and punctuation before a word leave it unbound, words meet by their first three
+    letters."""
+    ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT chunk_id FROM rag.chunk WHERE tenant = %s AND retired_at IS NULL ORDER BY chunk_id",
+            (TENANT,),
+        ).fetchall()
+    ]
+    assert len(ids) >= 4
+    for live in (len(ids), 10**6):  # the tenant's own count (some words generic) and none generic
+        got = conn.execute(
+            "SELECT rag._coverage(%s, 'english', %s, %s, %s)", (TENANT, question, ids, live)
+        ).fetchone()[0]
+        coverage, words = _coverage_by_the_rule(conn, question, ids, live)
+        assert words and got["words"] == words
+        assert float(got["coverage"]) == pytest.approx(coverage, abs=1e-6)
+
+
+def test_a_condition_counts_its_first_200_characters(conn):
+    """The condition a question sets, and the one a span opens with, are read up to 200 characters after it
+    begins (since issue #10, session 14 cut by left() after the match instead of a bounded repetition in the
+    pattern, which cost milliseconds to compile): a word past them is not part of the condition."""
+    question = "What happens if the " + " ".join(f"alpha{i}" for i in range(40)) + " omegaword?"
+    cond = question[question.index("if ") + 3 :]
+    f, head, whole = conn.execute(
+        "SELECT rag._question_features(%s), rag._content_terms(left(%s, 200)), rag._content_terms(%s)",
+        (question, cond, cond),
+    ).fetchone()
+    assert f["condition"]["terms"] == head
+    assert "alpha0" in head and "omegaword" not in head and "omegaword" in whole
+    features = conn.execute(
+        "SELECT rag._question_features('What if zetaflag is on?')"
+        " || jsonb_build_object('weights', rag._quote_weights())"
+    ).fetchone()[0]
+    assert features["condition"]["terms"] == ["zetaflag"]
+    near = "If zetaflag is on, the widget is sealed."
+    far = "If " + "the widget " * 20 + "has zetaflag on, it is sealed."
+    assert len(far) > 200 + len("If") and far.index("zetaflag") > 200
+    bonus = conn.execute(
+        "SELECT rag._quote_bonuses(%s::text[], %s, NULL)", ([near, far], json.dumps(features))
+    ).fetchone()[0]
+    assert bonus[0] - bonus[1] == pytest.approx(float(features["weights"]["condition"]))

@@ -27,14 +27,23 @@ AS $fn$
 BEGIN
     RETURN (
         WITH q AS (
-            SELECT pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, coalesce(p_corrected, ''))) AS lexemes
+            SELECT y.lexemes, ARRAY(SELECT pg_catalog.left(l.lexeme, 3) FROM pg_catalog.unnest(y.lexemes) AS l (lexeme))
+                AS prefixes
+            FROM (
+                SELECT pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, coalesce(p_corrected, '')))
+                    AS lexemes
+            ) AS y
         ),
         tok AS (
-            SELECT c.chunk_id, x.n, x.tok,
-                pg_catalog.lower(pg_catalog.regexp_replace(x.tok, '^[^[:alnum:]_]+|[^[:alnum:]_]+$', '', 'g')) AS w,
-                pg_catalog.lag(x.tok) OVER (PARTITION BY c.chunk_id ORDER BY x.n) AS prev_tok
-            FROM rag.chunk AS c,
-                pg_catalog.regexp_split_to_table(c.content, '\s+') WITH ORDINALITY AS x (tok, n)
+            -- each passage's words split once into an array, the word before read by subscript (was a window
+            -- function over a sort of every word of the passages)
+            SELECT c.chunk_id, g.n, a.toks[g.n] AS tok,
+                pg_catalog.lower(pg_catalog.regexp_replace(a.toks[g.n], '^[^[:alnum:]_]+|[^[:alnum:]_]+$', '', 'g'))
+                    AS w,
+                a.toks[g.n - 1] AS prev_tok
+            FROM rag.chunk AS c
+            CROSS JOIN LATERAL pg_catalog.regexp_split_to_array(c.content, '\s+') AS a (toks)
+            CROSS JOIN LATERAL pg_catalog.generate_subscripts(a.toks, 1) AS g (n)
             WHERE c.chunk_id = ANY (p_ids)
         ),
         occ AS (
@@ -54,8 +63,9 @@ BEGIN
                     SELECT pg_catalog.lower(pg_catalog.regexp_replace(coalesce(tok.prev_tok, ''),
                         '^[^[:alnum:]_]+|[^[:alnum:]_]+$', '', 'g')) AS pw
                 ) AS p
-                WHERE EXISTS (SELECT FROM pg_catalog.unnest(q.lexemes) AS l (lexeme)
-                    WHERE pg_catalog.left(tok.w, 3) = pg_catalog.left(l.lexeme, 3))
+                -- a word whose first three letters are a question word's (the same test as an EXISTS over the
+                -- question's words, with their prefixes taken once)
+                WHERE pg_catalog.left(tok.w, 3) = ANY (q.prefixes)
             ) AS y, q
         ),
         words AS (

@@ -107,9 +107,16 @@ BEGIN
                             OR m.a[2] ~* ('\m(no|not|none|nothing|never|empty|missing|omit|omits|omitted|off|'
                                 || 'zero)\M|n''t\M'))
                     END
-                FROM pg_catalog.regexp_match(p_question,
-                    '\m(if|when|whenever|unless|without)\s+(?!(?:should|must|is|are|was|were|do|does|did|can|could|'
-                    || 'would|will|to)\M)([^,;?]{1,200})', 'i') AS m (a)
+                -- the condition's words up to 200 characters: [^,;?]+ cut by left() matches as [^,;?]{1,200} did
+                -- (nothing follows it in the pattern), and a bounded repetition of 200 made this pattern cost
+                -- ~1.6 ms to compile, again on every ask once other patterns pushed it out of the backend's cache
+                -- of 32 compiled regular expressions (issue #10, session 14)
+                FROM (
+                    SELECT ARRAY[r.a[1], pg_catalog.left(r.a[2], 200)] AS a
+                    FROM pg_catalog.regexp_match(p_question,
+                        '\m(if|when|whenever|unless|without)\s+(?!(?:should|must|is|are|was|were|do|does|did|can|'
+                        || 'could|would|will|to)\M)([^,;?]+)', 'i') AS r (a)
+                ) AS m
             ),
             -- "Which archive format does ...?", "What weights do ...?": the kind of thing asked for (one to three
             -- words between which/what and an auxiliary verb), its content words; NULL otherwise
@@ -289,6 +296,82 @@ COMMENT ON FUNCTION rag._quote_weights() IS
 'score when they compete as the section chunk of a better-ranked passage of their section (rag._answer; '
 'negative: off).';
 
+-- rag._quote_bonus of every span of p_spans at once, in their order (p_says_what_to_do: rag._says_what_to_do of
+-- each span when the caller has it, NULL for none): rag._choose_quotes scores all its spans with one call instead of
+-- one PL/pgSQL call per span (about 34 per ask on the dev set; issue #10, session 14). The expression is the one
+-- rag._quote_bonus evaluates, which calls this with one span.
+CREATE OR REPLACE FUNCTION rag._quote_bonuses(p_spans text[], p_features jsonb, p_says_what_to_do boolean[])
+RETURNS float8[]
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    RETURN (
+        SELECT pg_catalog.array_agg((
+            (p_features -> 'weights' ->> 'names')::float8 * coalesce((
+                SELECT avg((CASE
+                    WHEN x.name ~ '^[A-Z0-9\\-]' OR x.name ~ '[A-Z]' AND x.name !~ '_'
+                        THEN pg_catalog.strpos(s.span, x.name) > 0
+                    ELSE pg_catalog.strpos(pg_catalog.lower(s.span), pg_catalog.lower(x.name)) > 0
+                END)::integer)
+                FROM pg_catalog.jsonb_array_elements_text(p_features -> 'names') AS x (name)
+            ), 0)
+            + CASE WHEN (p_features ->> 'howto')::boolean AND coalesce(s.todo, rag._says_what_to_do(s.span))
+                THEN (p_features -> 'weights' ->> 'howto')::float8 ELSE 0 END
+            + CASE WHEN (p_features ->> 'why')::boolean AND rag._gives_reason(s.span)
+                THEN (p_features -> 'weights' ->> 'why')::float8 ELSE 0 END
+            -- a number for a question asking how many / how much / how long (digits, number words, units)
+            -- (not the enumerator of a list item)
+            + CASE WHEN coalesce((p_features ->> 'quantity')::boolean, false) AND pg_catalog.regexp_replace(s.span,
+                    '^[ \t]*[0-9]{1,9}[.)][ \t]+',
+                    ' ', 'g') ~* ('[0-9]|\m(once|twice|'
+                || 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|half|'
+                || 'double|bytes|kilobytes?|megabytes?|gigabytes?|seconds?|minutes?|hours?|days?|percent)\M')
+                THEN coalesce((p_features -> 'weights' ->> 'quantity')::float8, 0) ELSE 0 END
+            -- a span that states what happens under the question's condition: it opens with a condition ("If ...",
+            -- "When ...", "Unless ...") sharing a content word with the question's, or stating an absence when the
+            -- question's is one ("... when I pass none?": "If no weights are provided, ...")
+            + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'condition') = 'object' AND (
+                    SELECT rag._content_terms(m.t) && ARRAY(
+                            SELECT pg_catalog.jsonb_array_elements_text(p_features -> 'condition' -> 'terms'))
+                        OR (p_features -> 'condition' ->> 'absent')::boolean
+                            AND m.t ~* '\m(no|not|none|nothing|never|empty|missing|omitted|off|zero|without)\M|n''t\M'
+                    -- the opening word and up to 200 characters after it: [^,;:.]* cut by left() matches as
+                    -- [^,;:.]{0,200} did, whose bounded repetition cost ~4.4 ms to compile (again per ask once
+                    -- evicted from the backend's cache of 32 compiled patterns; issue #10, session 14)
+                    FROM pg_catalog.regexp_match(s.span, '^(?:[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*\(|[ \t]*>[ \t]*)?'
+                        || '((?:If|When|Whenever|Unless|Without|Once|In case|Only if|Even if)\M)([^,;:.]*)') AS r (a)
+                    CROSS JOIN LATERAL (SELECT r.a[1] || pg_catalog.left(r.a[2], 200) AS t) AS m)
+                THEN coalesce((p_features -> 'weights' ->> 'condition')::float8, 0) ELSE 0 END
+            -- the verb of a how-do-I question, in any inflection ("How do I remove ...": "... is removed by ...")
+            + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'action') = 'array' AND s.span ~* ('\m(' || (
+                    SELECT pg_catalog.string_agg(x.f, '|') FROM pg_catalog.jsonb_array_elements_text(
+                        p_features -> 'action') AS x (f) WHERE x.f ~ '^[a-z]+$') || ')\M')
+                THEN coalesce((p_features -> 'weights' ->> 'action')::float8, 0) ELSE 0 END
+            -- the kind of thing a which/what question asks for, named by the span ("... the directory archive format")
+            + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'asks_for') = 'array' AND ARRAY(
+                    SELECT pg_catalog.jsonb_array_elements_text(p_features -> 'asks_for')) <@ rag._content_terms(s.span)
+                THEN coalesce((p_features -> 'weights' ->> 'asks_for')::float8, 0) ELSE 0 END
+            + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'defines') = 'array' AND (
+                SELECT pg_catalog.array_agg(x.t) <@ rag._content_terms(m.a[1])
+                    AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
+                        <= 8
+                FROM pg_catalog.jsonb_array_elements_text(p_features -> 'defines') AS x (t),
+                    pg_catalog.regexp_match(s.span,
+                        '^(?:[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?(.{1,80}?)\s(?:is|are|means|refers)\M') AS m (a)
+                GROUP BY m.a[1]
+            ) THEN (p_features -> 'weights' ->> 'defines')::float8 ELSE 0 END
+        ) ORDER BY s.i)
+        FROM ROWS FROM (pg_catalog.unnest(p_spans), pg_catalog.unnest(p_says_what_to_do)) WITH ORDINALITY AS s (span, todo, i)
+        WHERE s.i <= pg_catalog.cardinality(p_spans)
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag._quote_bonuses(text[], jsonb, boolean[]) IS
+'Internal: rag._quote_bonus of each span of an array, in order (one call for all the spans of rag._choose_quotes).';
+
 -- How much a span's form suits the question (added to its score), with the weights of p_features.weights
 -- (rag._quote_weights): names x the share of the question's names it contains (capitals, options and
 -- meta-commands as written, other names in any case); for "how do I" questions howto when it says what to do
@@ -305,56 +388,7 @@ PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
-    RETURN
-        (p_features -> 'weights' ->> 'names')::float8 * coalesce((
-            SELECT avg((CASE
-                WHEN x.name ~ '^[A-Z0-9\\-]' OR x.name ~ '[A-Z]' AND x.name !~ '_'
-                    THEN pg_catalog.strpos(p_span, x.name) > 0
-                ELSE pg_catalog.strpos(pg_catalog.lower(p_span), pg_catalog.lower(x.name)) > 0
-            END)::integer)
-            FROM pg_catalog.jsonb_array_elements_text(p_features -> 'names') AS x (name)
-        ), 0)
-        + CASE WHEN (p_features ->> 'howto')::boolean AND coalesce(p_says_what_to_do, rag._says_what_to_do(p_span))
-            THEN (p_features -> 'weights' ->> 'howto')::float8 ELSE 0 END
-        + CASE WHEN (p_features ->> 'why')::boolean AND rag._gives_reason(p_span)
-            THEN (p_features -> 'weights' ->> 'why')::float8 ELSE 0 END
-        -- a number for a question asking how many / how much / how long (digits, number words, units)
-        -- (not the enumerator of a list item)
-        + CASE WHEN coalesce((p_features ->> 'quantity')::boolean, false) AND pg_catalog.regexp_replace(p_span,
-                '^[ \t]*[0-9]{1,9}[.)][ \t]+',
-                ' ', 'g') ~* ('[0-9]|\m(once|twice|'
-            || 'two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand|million|billion|half|'
-            || 'double|bytes|kilobytes?|megabytes?|gigabytes?|seconds?|minutes?|hours?|days?|percent)\M')
-            THEN coalesce((p_features -> 'weights' ->> 'quantity')::float8, 0) ELSE 0 END
-        -- a span that states what happens under the question's condition: it opens with a condition ("If ...",
-        -- "When ...", "Unless ...") sharing a content word with the question's, or stating an absence when the
-        -- question's is one ("... when I pass none?": "If no weights are provided, ...")
-        + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'condition') = 'object' AND (
-                SELECT rag._content_terms(m.a[1]) && ARRAY(
-                        SELECT pg_catalog.jsonb_array_elements_text(p_features -> 'condition' -> 'terms'))
-                    OR (p_features -> 'condition' ->> 'absent')::boolean
-                        AND m.a[1] ~* '\m(no|not|none|nothing|never|empty|missing|omitted|off|zero|without)\M|n''t\M'
-                FROM pg_catalog.regexp_match(p_span, '^(?:[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*\(|[ \t]*>[ \t]*)?'
-                    || '((?:If|When|Whenever|Unless|Without|Once|In case|Only if|Even if)\M[^,;:.]{0,200})') AS m (a))
-            THEN coalesce((p_features -> 'weights' ->> 'condition')::float8, 0) ELSE 0 END
-        -- the verb of a how-do-I question, in any inflection ("How do I remove ...": "... is removed by ...")
-        + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'action') = 'array' AND p_span ~* ('\m(' || (
-                SELECT pg_catalog.string_agg(x.f, '|') FROM pg_catalog.jsonb_array_elements_text(
-                    p_features -> 'action') AS x (f) WHERE x.f ~ '^[a-z]+$') || ')\M')
-            THEN coalesce((p_features -> 'weights' ->> 'action')::float8, 0) ELSE 0 END
-        -- the kind of thing a which/what question asks for, named by the span ("... the directory archive format")
-        + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'asks_for') = 'array' AND ARRAY(
-                SELECT pg_catalog.jsonb_array_elements_text(p_features -> 'asks_for')) <@ rag._content_terms(p_span)
-            THEN coalesce((p_features -> 'weights' ->> 'asks_for')::float8, 0) ELSE 0 END
-        + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'defines') = 'array' AND (
-            SELECT pg_catalog.array_agg(x.t) <@ rag._content_terms(m.a[1])
-                AND pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1)
-                    <= 8
-            FROM pg_catalog.jsonb_array_elements_text(p_features -> 'defines') AS x (t),
-                pg_catalog.regexp_match(p_span,
-                    '^(?:[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)?(.{1,80}?)\s(?:is|are|means|refers)\M') AS m (a)
-            GROUP BY m.a[1]
-        ) THEN (p_features -> 'weights' ->> 'defines')::float8 ELSE 0 END;
+    RETURN (rag._quote_bonuses(ARRAY[p_span], p_features, ARRAY[p_says_what_to_do]))[1];
 END
 $fn$;
 COMMENT ON FUNCTION rag._quote_bonus(text, jsonb, boolean) IS

@@ -81,6 +81,7 @@ DECLARE
     s_kind text [];
     s_base float8 [];  -- relevance: the given score, echo and form inheritance applied
     s_score float8 [];  -- with rag._quote_bonus of the span's own text
+    s_bonus float8 [];  -- rag._quote_bonus of each span's own text
     s_todo boolean [];  -- rag._says_what_to_do of each span, for a "how do I" question only (else NULL)
     s_para_start boolean [];  -- first span of its chunk, after a blank line, or starting a block or list item
     s_reach boolean [];  -- the span is of a section chunk (rag._answer's section reach), not of a passage
@@ -178,7 +179,9 @@ BEGIN
             ) AS y
         ) AS x;
     END IF;
-    SELECT pg_catalog.array_agg(s_base[g.i] + rag._quote_bonus(s_text[g.i], features, s_todo[g.i]) ORDER BY g.i)
+    -- every span's bonus in one call (rag._quote_bonuses: was one rag._quote_bonus call per span)
+    s_bonus := rag._quote_bonuses(s_text[1:n], features, s_todo);
+    SELECT pg_catalog.array_agg(s_base[g.i] + s_bonus[g.i] ORDER BY g.i)
     INTO s_score
     FROM pg_catalog.generate_series(1, n) AS g (i);
     s_bound := pg_catalog.array_fill(false, ARRAY[n]);
