@@ -340,8 +340,10 @@ def test_eval_figures_equal_the_in_database_path(managed, chapters, pg, db):
             # answer_contains: one question more. Spelling correction differs where the core path has no
             # vocabulary: it corrects real words the PL/Python path leaves as typed (mnt-041's "fixes" ->
             # "fixed" since #11 round 6b, docs/sql.md), and that question's answer holds its fact only on the
-            # PL/Python path (4 of 172 questions differ: 0.023)
-            bound = 0.02 + (1 / ref["answer_contains_questions"] if name == "answer_contains" else 0)
+            # PL/Python path. 4 of 172 questions differed (0.023); with the BM25 full-text leg (0.9.0) 5:
+            # fts-005, fts-023, fts-036, fts-041, mnt-041, each holding its fact on the PL/Python path only,
+            # while both paths gained (in the database 0.837 -> 0.849, managed 0.814 -> 0.820; session 14)
+            bound = 0.02 + (2 / ref["answer_contains_questions"] if name == "answer_contains" else 0)
             assert abs(figures[name] - ref[name]) <= bound + 1e-9, (name, figures[name], ref[name])
     assert ref["hit_at_1"] > 0.8  # a real result to compare with, not two empty ones
 
