@@ -607,8 +607,8 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
         "SELECT prosrc FROM pg_proc "
         "WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb)'::regprocedure"
     ).fetchone()[0]
-    assert "USING p_qemb, rag._ann_fetch(n_active, p_depth, own_ann, own_dense)" in body
-    assert "ef := rag._ann_ef(n_active, p_depth, own_dense)" in body
+    assert "USING p_qemb, rag._ann_rows(n_active, ef, own_ann)" in body
+    assert "ef := rag._ann_search(n_active, p_depth, own_dense, tuned_ef)" in body
     assert "own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index))" in body
 
 
@@ -640,3 +640,100 @@ def test_every_tenants_own_graph_is_built_denser_and_read_back(conn):
         assert got == (False, False, True)
     finally:
         conn.execute("DROP TABLE public.dense_probe")
+
+
+LADDER = [200, 300, 400, 600, 800, 1000]
+
+
+def test_own_graphs_search_is_measured_on_it_and_read_back_while_it_is_that_graph(conn):
+    """rag._index_tenants measures every HNSW graph it builds (rag._tune_ann): recall@10 of the ANN query
+    against exact search for probe sentences at each ef_search of the ladder, the smallest that reaches the
+    target kept in rag.tenant_ann; rag._candidates then searches with it (never under 5 x depth) while the
+    index is the graph measured, and falls back to the size rule once it is rebuilt. The rows are the same."""
+    role = "tun_reader_" + uuid.uuid4().hex[:6]
+    conn.execute("SELECT rag.create_tenant('tun')")
+    conn.execute("SELECT * FROM rag.ingest('tun', 'a.md', %s)", (doc(60, "vacuum"),))
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('tun', %s)", (role,))
+    sql = "SELECT chunk_id, rank, distance, fused_score FROM rag.retrieve(%s, 'tun', 10)"
+    exact = conn.execute(sql, (Q,)).fetchall()
+    n = conn.execute("SELECT rag._live_chunks('tun')").fetchone()[0]
+    index = conn.execute("SELECT rag._tenant_index_name('tun')").fetchone()[0]
+    assert conn.execute("SELECT count(*) FROM rag.tenant_ann WHERE tenant = 'tun'").fetchone()[0] == 0
+    conn.execute("SELECT * FROM rag._index_tenants(%s, 'tun')", (n,)).fetchall()
+    row = conn.execute(
+        "SELECT index_name, live_chunks, ef_search, recall, min_recall, probes, target, curve "
+        "FROM rag.tenant_ann WHERE tenant = 'tun'"
+    ).fetchone()
+    assert row is not None, "the new graph was not measured"
+    name, live, ef, recall, min_recall, probes, target, curve = row
+    assert (name, live, probes, target) == (index, n, min(n, 100), 0.995)
+    assert sorted(int(k) for k in curve) == LADDER
+    # the smallest ef_search of the ladder whose mean recall reaches the target, and its figures
+    assert ef == min(e for e in LADDER if curve[str(e)] >= target)
+    assert round(recall, 4) == curve[str(ef)] and 0 <= min_recall <= recall <= 1
+    assert conn.execute("SELECT rag._tuned_ef('tun', %s)", (index,)).fetchone()[0] == ef
+    # the vector leg reads it: at least 5 x depth, at most pgvector's 1,000; the size rule when unmeasured
+    got = conn.execute(
+        "SELECT rag._ann_search(%s, 40, true, 300), rag._ann_search(%s, 40, true, 100), "
+        "rag._ann_search(%s, 400, true, 300), rag._ann_search(%s, 40, true, NULL), rag._ann_ef(%s, 40, true)",
+        (n, n, n, n, n),
+    ).fetchone()
+    assert got[:3] == (300, 200, 1000) and got[3] == got[4]
+    body = conn.execute(
+        "SELECT prosrc FROM pg_proc "
+        "WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb)'::regprocedure"
+    ).fetchone()[0]
+    assert "tuned_ef := rag._tuned_ef(v_tenant, own_index)" in body
+    assert "ef := rag._ann_search(n_active, p_depth, own_dense, tuned_ef)" in body
+
+    def as_reader() -> list:
+        conn.execute(f"SET LOCAL ROLE {role}")
+        try:
+            return conn.execute(sql, (Q,)).fetchall()
+        finally:
+            conn.execute("RESET ROLE")
+
+    for _ in range(7):  # past PL/pgSQL's five-call plan caching
+        assert as_reader() == exact
+    # another graph under the same name is not the one measured: the size rule until measured again
+    conn.execute(f"REINDEX INDEX rag.{index}")
+    assert conn.execute("SELECT rag._tuned_ef('tun', %s)", (index,)).fetchone()[0] is None
+    assert as_reader() == exact
+    again = conn.execute("SELECT tenant, index_name, ef_search, probes FROM rag._tune_ann('tun')").fetchall()
+    assert again == [("tun", index, ef, min(n, 100))]
+    assert conn.execute("SELECT rag._tuned_ef('tun', %s)", (index,)).fetchone()[0] == ef
+    conn.execute(f"DROP INDEX rag.{index}")
+    assert conn.execute("SELECT rag._tuned_ef('tun', %s)", (index,)).fetchone()[0] is None
+    assert conn.execute("SELECT count(*) FROM rag._tune_ann('tun')").fetchone()[0] == 0  # no graph, nothing
+    assert as_reader() == exact  # exact search again
+
+
+@pytest.mark.parametrize(
+    "args",
+    ["NULL, 0", "NULL, 1001", "NULL, NULL", "NULL, 10, 0", "NULL, 10, 1.01", "NULL, 10, NULL"],
+)
+def test_tune_ann_rejects_bad_probes_and_targets(conn, args):
+    try:
+        conn.execute(f"SELECT * FROM rag._tune_ann({args})")
+    except psycopg.Error as e:
+        assert e.sqlstate == "22023", e
+    else:
+        raise AssertionError("no error")
+
+
+def test_a_reader_can_neither_tune_nor_read_the_measured_search(conn):
+    role = "tun2_reader_" + uuid.uuid4().hex[:6]
+    conn.execute("SELECT rag.create_tenant('tun2')")
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('tun2', %s)", (role,))
+    for stmt in (
+        "SELECT * FROM rag._tune_ann('tun2')",
+        "SELECT count(*) FROM rag.tenant_ann",
+        "SELECT rag._tuned_ef('tun2', 'x')",
+    ):
+        conn.execute("SAVEPOINT s")
+        conn.execute(f"SET LOCAL ROLE {role}")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(stmt)
+        conn.execute("ROLLBACK TO SAVEPOINT s")

@@ -249,6 +249,21 @@ COMMENT ON FUNCTION rag._ann_ef(bigint, integer, boolean) IS
 'Internal: hnsw.ef_search of the vector leg for a tenant of p_live live chunks at depth p_depth (p_dense: '
 'searched through its own index built with ef_construction >= 200).';
 
+CREATE OR REPLACE FUNCTION rag._ann_rows(p_live bigint, p_ef integer, p_own_index boolean)
+RETURNS integer
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    RETURN CASE WHEN p_live > 100000 AND p_own_index THEN 3 ELSE 1 END * p_ef / 2;
+END
+$fn$;
+COMMENT ON FUNCTION rag._ann_rows(bigint, integer, boolean) IS
+'Internal: how many rows the vector leg''s ANN query fetches (LIMIT) at hnsw.ef_search p_ef for a tenant of '
+'p_live live chunks: ef / 2, or 1.5 x ef through the own index of a tenant of over 100,000 chunks (pgvector''s '
+'iterative scan searches on).';
+
 CREATE OR REPLACE FUNCTION rag._ann_fetch(p_live bigint, p_depth integer, p_own_index boolean, p_dense boolean)
 RETURNS integer
 LANGUAGE plpgsql
@@ -256,13 +271,56 @@ IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
-    RETURN CASE WHEN p_live > 100000 AND p_own_index THEN 3 ELSE 1 END
-        * rag._ann_ef(p_live, p_depth, p_own_index AND p_dense) / 2;
+    RETURN rag._ann_rows(p_live, rag._ann_ef(p_live, p_depth, p_own_index AND p_dense), p_own_index);
 END
 $fn$;
 COMMENT ON FUNCTION rag._ann_fetch(bigint, integer, boolean, boolean) IS
 'Internal: how many rows the vector leg''s ANN query fetches (LIMIT) for a tenant of p_live live chunks at depth '
-'p_depth (over ef_search for the largest tenants with their own index: pgvector''s iterative scan searches on).';
+'p_depth under the size rule (rag._ann_ef, rag._ann_rows).';
+
+-- The ef_search measured on a tenant's own graph (rag._tune_ann, rag.tenant_ann) while that graph is the one
+-- measured: same index name, same relfilenode (REINDEX, VACUUM FULL or DROP and CREATE give a new one). NULL
+-- otherwise: the size rule of rag._ann_ef applies.
+CREATE OR REPLACE FUNCTION rag._tuned_ef(p_tenant text, p_index text)
+RETURNS integer
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    v_tenant text COLLATE "default" := p_tenant;
+    ef integer;
+BEGIN
+    SELECT a.ef_search INTO ef
+    FROM rag.tenant_ann AS a
+    INNER JOIN pg_catalog.pg_class AS cl
+        ON cl.oid = pg_catalog.to_regclass('rag.' || pg_catalog.quote_ident(p_index)) AND cl.relfilenode = a.index_node
+    WHERE a.tenant = v_tenant AND a.index_name = p_index COLLATE "default";
+    RETURN ef;
+END
+$fn$;
+COMMENT ON FUNCTION rag._tuned_ef(text, text) IS
+'Internal: the hnsw.ef_search rag._tune_ann measured for the tenant''s own HNSW index p_index, while it is the '
+'graph measured; NULL when it was not measured or was rebuilt since.';
+
+-- The vector leg's ef_search: the measured one when there is one (never under 5 x depth: a deeper leg needs a
+-- longer search whatever the graph), else the size rule.
+CREATE OR REPLACE FUNCTION rag._ann_search(p_live bigint, p_depth integer, p_dense boolean, p_tuned integer)
+RETURNS integer
+LANGUAGE plpgsql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    IF p_tuned IS NOT NULL THEN
+        RETURN least(1000, greatest(p_tuned, p_depth * 5));
+    END IF;
+    RETURN rag._ann_ef(p_live, p_depth, p_dense);
+END
+$fn$;
+COMMENT ON FUNCTION rag._ann_search(bigint, integer, boolean, integer) IS
+'Internal: hnsw.ef_search of the vector leg at depth p_depth: p_tuned (rag._tuned_ef) when measured, at least '
+'5 x depth and at most 1,000; else rag._ann_ef''s size rule.';
 
 -- Whether an HNSW index was built with ef_construction of at least 200 (rag._hnsw_build_options): its graph is
 -- searched with a smaller ef_search (rag._ann_ef). An index built with pgvector's default (64) keeps the
@@ -385,6 +443,7 @@ DECLARE
     scan_tenant boolean := false;
     big_share boolean := false;
     ef integer;
+    tuned_ef integer;
     -- the best titles of the title leg, with their scores
     title_names text [] COLLATE "default";
     title_s float8 [];
@@ -428,8 +487,10 @@ BEGIN
         PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
         IF own_ann THEN
             own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index));
+            -- the search measured on this graph (rag._tune_ann), if it was
+            tuned_ef := rag._tuned_ef(v_tenant, own_index);
         END IF;
-        ef := rag._ann_ef(n_active, p_depth, own_dense);
+        ef := rag._ann_search(n_active, p_depth, own_dense, tuned_ef);
         PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
         -- each row's exact distance and tie-break keys come from the heap tuple the scan fetches anyway, so
         -- the re-score needs no second lookup of the fetched rows by primary key (docs/BENCHMARKS.md, 0.7.0)
@@ -439,7 +500,7 @@ BEGIN
             ' SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) $1 AS raw'
             ' FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
             ' ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2) AS a', p_tenant)
-        INTO ann_ids, ann_keys, ann_idx, ann_raw USING p_qemb, rag._ann_fetch(n_active, p_depth, own_ann, own_dense);
+        INTO ann_ids, ann_keys, ann_idx, ann_raw USING p_qemb, rag._ann_rows(n_active, ef, own_ann);
         IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
             ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
         END IF;

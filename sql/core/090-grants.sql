@@ -44,7 +44,7 @@ BEGIN
                 ELSE 'pgcite_admin'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
-        ELSIF f.proname IN ('_generator_call', '_index_tenants', '_rebuild_retrieval_stats', '_correct_question',
+        ELSIF f.proname IN ('_generator_call', '_index_tenants', '_tune_ann', '_tuned_ef', '_rebuild_retrieval_stats', '_correct_question',
             '_common_words', '_real_words', '_foreign_names', '_word_forms', '_embed_texts', '_parse', '_split_sentences',
             '_sentence_vectors', '_support_similarity', '_answer', '_sentence_scores', '_prepare_question',
             '_generate', '_generation_step', '_enforce_reply', '_recheck_generation', '_support_scores',
