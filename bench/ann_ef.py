@@ -7,7 +7,9 @@ For each question of the given classes: the ANN query of rag._candidates (the te
 when it has one, iterative scan relaxed_order, LIMIT ef / 2), its candidates re-scored exactly and the best 10
 compared with the question's exact top 10 (pgcite_bench.question.gt_ids). Prints, per class and ef, the mean
 and the minimum recall@10 over the questions, how many fall under 0.99, and the ANN query's p50 / p95
-(the ef values alternate question by question, so they share the machine's load).
+(the ef values alternate question by question, so they share the machine's load). --rows-rule fetches what
+rag._candidates fetches (rag._ann_rows: 1.5 x ef through the own index of a tenant of over 100,000 chunks);
+--probes prints the curve rag._tune_ann measured on each tenant's probe sentences, to compare.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ def main() -> None:
     ap.add_argument("--classes", default="largest,1%")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument(
+        "--rows-rule",
+        action="store_true",
+        help="fetch rag._ann_rows(live, ef, own index) rows, as rag._candidates does (else ef / 2)",
+    )
+    ap.add_argument(
+        "--probes",
+        action="store_true",
+        help="also print each tenant's curve measured on its probes by rag._tune_ann (rag.tenant_ann)",
+    )
+    ap.add_argument(
         "--without-index",
         help="an index to drop for this run, in a transaction rolled back at the end (two HNSW builds)",
     )
@@ -49,13 +61,25 @@ def main() -> None:
         "ORDER BY id",
         (args.classes.split(","),),
     ).fetchall()
+    rows: dict[tuple[str, int], int] = {}
+    for tenant in sorted({q[1] for q in qs}):
+        live, own = c.execute(
+            "SELECT rag._live_chunks(%s), to_regclass('rag.' || rag._tenant_index_name(%s)) IS NOT NULL",
+            (tenant, tenant),
+        ).fetchone()
+        for ef in efs:
+            rows[tenant, ef] = (
+                c.execute("SELECT rag._ann_rows(%s, %s, %s)", (live, ef, own)).fetchone()[0]
+                if args.rows_rule
+                else ef // 2
+            )
     recall: dict[tuple[str, int], list[float]] = {}
     ms: dict[tuple[str, int], list[float]] = {}
     for rnd in range(args.rounds):
         for cls, tenant, qemb, gt in qs:
             for ef in efs:
                 c.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
-                ids, dt = ann_search(c, tenant, qemb, ef // 2)
+                ids, dt = ann_search(c, tenant, qemb, rows[tenant, ef])
                 top = [
                     r[0]
                     for r in c.execute(
@@ -71,6 +95,14 @@ def main() -> None:
                     ms.setdefault((cls, ef), []).append(dt)
     if args.without_index:
         c.execute("ROLLBACK")
+    if args.probes:
+        for tenant in sorted({q[1] for q in qs}):
+            got = c.execute(
+                "SELECT ef_search, recall, min_recall, probes, curve::text FROM rag.tenant_ann "
+                "WHERE tenant = %s",
+                (tenant,),
+            ).fetchone()
+            print(f"{tenant}: probes (rag._tune_ann) ef_search, recall, min, probes, curve: {got}")
     for (cls, ef), v in sorted(recall.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
         t = sorted(ms[(cls, ef)])
         print(

@@ -225,7 +225,7 @@ def test_user_tables_have_rls_and_are_dumped(conn):
     assert {r[0] for r in rows} >= {"tenant", "tenant_member", "document", "chunk", "term", "ask_log"}
     # derived from rag.chunk (and rag.word from rag.term) by their triggers, which refill them when a restore
     # COPYs the chunks and terms: not dumped
-    derived = {"tenant_stat", "tenant_lexeme", "tenant_title", "word", "chunk_tsv"}
+    derived = {"tenant_stat", "tenant_lexeme", "tenant_title", "word", "chunk_tsv", "tenant_ann"}
     assert all(rls and (dumped or name in derived) for name, rls, dumped in rows), rows
 
 
