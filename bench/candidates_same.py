@@ -49,6 +49,12 @@ def main() -> None:
         action="store_true",
         help='call with the text arguments collated "C", as the entry points do (they pass current_user)',
     )
+    ap.add_argument(
+        "--top",
+        type=int,
+        default=8,
+        help="also count the questions whose first N fused chunks differ (rag.retrieve's rows at k N)",
+    )
     args = ap.parse_args()
     c = psycopg.connect(corpus.db_dsn(os.environ.get("BENCH_DB") or "pgcite_bench"), autocommit=True)
     c.execute(candidates_source(args.old, "_cand_a"))
@@ -59,6 +65,7 @@ def main() -> None:
     ).fetchall()
     ms: dict[tuple[str, str], list[float]] = {}
     differ = []
+    differ_top = []
     calls = rows = 0
     extra = []
     if args.all_tenants:
@@ -88,9 +95,13 @@ def main() -> None:
                 rows += len(got["_cand_a"])
                 if got["_cand_a"] != got["_cand_b"]:
                     differ.append((tenant, qid))
+                    top_a, top_b = ([r[1] for r in got[n][: args.top]] for n in ("_cand_a", "_cand_b"))
+                    if top_a != top_b:
+                        differ_top.append((tenant, qid))
     print(
         f"{len(qs)} questions + {len(extra)} asked of every tenant: {calls} calls, {rows} rows each version, "
-        f"{len(differ)} differ: {differ[:20]}"
+        f"{len(differ)} differ: {differ[:20]}; in their first {args.top} fused chunks: {len(differ_top)} "
+        f"{differ_top[:20]}"
     )
     for (cls, name), v in sorted(ms.items()):
         s = sorted(v)
