@@ -283,14 +283,20 @@ BEGIN
                 false)
             AND NOT coalesce(x.word_after ~ '^(columns?|tables?|fields?|views?|schemas?|databases?)$', false)
             AND pg_catalog.to_tsvector(p_config, x.word) <> ''::tsvector
-            AND NOT EXISTS (
-                SELECT FROM rag.term AS k
+            -- one probe of term_pkey per word (a scalar subquery; as NOT EXISTS the planner read all of the
+            -- tenant's terms once per word, as in rag._correct_question; issue #10, session 15)
+            AND (
+                SELECT k.term FROM rag.term AS k
                 WHERE k.tenant = p_tenant COLLATE "default" AND k.term = x.word COLLATE "default"
-            )
+            ) IS NULL
+            -- and none of its lexemes is the tenant's (a probe of tenant_lexeme_pkey per lexeme, likewise)
             AND NOT EXISTS (
-                SELECT FROM rag.tenant_lexeme AS s,
-                    pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, x.word))) AS l (lx)
-                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lx COLLATE "default"
+                SELECT FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, x.word)))
+                    AS l (lx)
+                WHERE (
+                    SELECT s.lexeme FROM rag.tenant_lexeme AS s
+                    WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lx COLLATE "default"
+                ) IS NOT NULL
             )
         GROUP BY x.word
         ORDER BY min(x.n)
