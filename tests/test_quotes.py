@@ -1559,3 +1559,18 @@ def test_span_kinds_and_question_heads_as_their_patterns(conn):
     ).fetchall()
     assert [(h, new, old) for h, new, old in rows if new != old] == []
     assert rows[1][1] == "What is X," and rows[2][1] == "What," and rows[7][1] is None
+    # code that says what to do: a line opening a fence (at the start or after a newline, after blanks, tabs)
+    fences = {
+        "```\nls\n```": True,
+        "Here:\n  ```\npg_dump db\n```": True,
+        "Here:\n\t~~~\nx\n~~~": True,
+        "Then ``` is a fence mark.": False,
+        "Here:\r```": False,
+        "": False,
+    }
+    got = conn.execute(
+        "SELECT t, rag._says_what_to_do(t), t ~ '(^|\\n)[ \\t]*(```|~~~)' FROM unnest(%s::text[]) AS u (t)",
+        (list(fences),),
+    ).fetchall()
+    assert [(t, todo, fence) for t, todo, fence in got if todo != fences[t] or fence != fences[t]] == []
+    assert conn.execute("SELECT rag._says_what_to_do(NULL)").fetchone()[0] is None

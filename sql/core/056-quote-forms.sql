@@ -205,7 +205,12 @@ DECLARE
 BEGIN
     RETURN
         -- code that is not a demonstration (a query shown with its output)
-        (p_span ~ '(^|\n)[ \t]*(```|~~~)' AND p_span !~ '\n[ \t]*(-{3,}[-+]*|\(\d+ rows?\)|\?column\?)[ \t]*(\n|$)')
+        -- (a line opening a fence: its lines by string_to_array, as ~ '(^|\n)[ \t]*(```|~~~)' found it, one
+        -- regular expression fewer per ask; issue #10, session 15)
+        (CASE WHEN p_span IS NOT NULL THEN EXISTS (
+                SELECT FROM pg_catalog.unnest(pg_catalog.string_to_array(p_span, E'\n')) AS l (line)
+                WHERE pg_catalog.left(pg_catalog.ltrim(l.line, E' \t'), 3) IN ('```', '~~~')
+            ) END AND p_span !~ '\n[ \t]*(-{3,}[-+]*|\(\d+ rows?\)|\?column\?)[ \t]*(\n|$)')
         -- an imperative, also as a list item or a note; not a verb that begins a noun phrase, the subject of the
         -- sentence ("Stop words are ...", "Check constraints can ...")
         OR p_span ~ ('^([ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*>[ \t]*(\*\*[A-Za-z]+:\*\*[ \t]*)?)?('
