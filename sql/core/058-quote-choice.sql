@@ -127,7 +127,10 @@ BEGIN
     FROM (
         SELECT y.*, pg_catalog.substr(y.content, y.s + 1, y.e - y.s) AS t,
             y.prev_end IS NULL
-            OR pg_catalog.substr(y.content, y.prev_end + 1, y.s - y.prev_end) ~ E'\n[ \t>]*\n'
+            -- a blank line in the gap before it: two newlines with only blanks, tabs and > between them (translate
+            -- and strpos, as ~ E'\n[ \t>]*\n' found them: one regular expression fewer per ask; #10, session 15)
+            OR pg_catalog.strpos(pg_catalog.translate(pg_catalog.substr(y.content, y.prev_end + 1, y.s - y.prev_end),
+                E' \t>', ''), E'\n\n') > 0
             OR pg_catalog.substr(y.content, y.s + 1, 8) ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)'
                 AS para_start,
             (SELECT pg_catalog.cardinality(z.t) >= 3
