@@ -118,3 +118,42 @@ def test_core_path_corrects_every_word_the_corpus_lacks(pg):
         drop_database(pg, name)
         with pg.admin() as a:
             a.execute(f"DROP ROLE IF EXISTS {reader}")
+
+
+def test_each_question_word_is_one_probe_of_the_tenants_terms(pg, corr_db):
+    """rag._correct_question and rag._foreign_names look each question word up in the tenant's terms (and its
+    lexemes) with one probe of the primary key: without statistics on those columns (010-security.sql) the
+    NOT EXISTS they had read every term of the tenant once per word (issue #10, session 15). Counted in the
+    index entries the transaction read (pg_stat_get_xact_tuples_returned)."""
+    question = "Where does a widget reside?"
+
+    def reads(c, index):
+        return c.execute(
+            "SELECT pg_stat_get_xact_tuples_returned(%s::regclass)", (f"rag.{index}",)
+        ).fetchone()[0]
+
+    with pg.admin(corr_db) as c:
+        terms, lexemes = c.execute(
+            "SELECT (SELECT count(*) FROM rag.term WHERE tenant = %s),"
+            " (SELECT count(*) FROM rag.tenant_lexeme WHERE tenant = %s)",
+            (TENANT, TENANT),
+        ).fetchone()
+        # the words the two functions look up: of 4 to 40 characters (correction), of 3 to 40 letters (names)
+        words = len(question.split())
+        assert terms > 3 * words and lexemes > 3 * words, (terms, lexemes)
+        with c.transaction():
+            before = reads(c, "term_pkey")
+            fixed = c.execute(
+                "SELECT rag._correct_question(%s, %s, rag._params())", (TENANT, question)
+            ).fetchone()[0]
+            corrected_reads = reads(c, "term_pkey") - before
+        assert fixed == "where does a widget reside"
+        assert corrected_reads <= words
+        with c.transaction():
+            before = reads(c, "term_pkey"), reads(c, "tenant_lexeme_pkey")
+            names = c.execute(
+                "SELECT rag._foreign_names(%s, 'english', %s, %s)", (TENANT, question, fixed)
+            ).fetchone()[0]
+            after = reads(c, "term_pkey"), reads(c, "tenant_lexeme_pkey")
+        assert names == []
+        assert after[0] - before[0] <= words and after[1] - before[1] <= words, (before, after)

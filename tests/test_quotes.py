@@ -1424,3 +1424,153 @@ def test_a_condition_counts_its_first_200_characters(conn):
         "SELECT rag._quote_bonuses(%s::text[], %s, NULL)", ([near, far], json.dumps(features))
     ).fetchone()[0]
     assert bonus[0] - bonus[1] == pytest.approx(float(features["weights"]["condition"]))
+
+
+def test_word_terms_are_each_words_content_terms(conn):
+    """rag._word_terms(words)[i] is rag._content_terms(words[i])'s term (NULL for none), for words that reach
+    every branch of the stemmer and the stop words, in any case, so the two functions (rag._term_weights uses
+    the first since issue #10, session 15) cannot drift apart; also for every word of the tenant's chunks."""
+    words = [
+        "configurations",
+        "Configuration",
+        "ations",
+        "creation",
+        "settings",
+        "Setting",
+        "ring",
+        "queries",
+        "ties",
+        "indexes",
+        "goes",
+        "indexed",
+        "bed",
+        "tables",
+        "bus",
+        "gas",
+        "The",
+        "WHICH",
+        "used",
+        "need",
+        "ab",
+        "abc",
+        "work_mem",
+        "pg_dump",
+        "1234",
+        "x_y",
+        "",
+        "VACUUMING",
+        "analyzed",
+        "ies",
+    ]
+    terms = conn.execute("SELECT rag._word_terms(%s::text[])", (words,)).fetchone()[0]
+    each = [conn.execute("SELECT (rag._content_terms(%s))[1]", (w,)).fetchone()[0] for w in words]
+    assert terms == each
+    assert terms[:8] == ["configur", "configur", "ation", "creation", "sett", "sett", "ring", "quer"]
+    assert terms[16:21] == [None, None, None, None, None]
+    differ = conn.execute(
+        """
+        WITH w AS (
+            SELECT pg_catalog.array_agg(DISTINCT m.a[1]) AS ws
+            FROM rag.chunk AS c, pg_catalog.regexp_matches(c.content, '[A-Za-z0-9_]+', 'g') AS m (a)
+        )
+        SELECT pg_catalog.cardinality(w.ws), (
+            SELECT pg_catalog.count(*) FROM pg_catalog.generate_subscripts(w.ws, 1) AS g (i)
+            WHERE (rag._word_terms(w.ws))[g.i] IS DISTINCT FROM (rag._content_terms(w.ws[g.i]))[1]
+        )
+        FROM w
+        """
+    ).fetchone()
+    assert differ[0] > 100 and differ[1] == 0, differ
+    assert conn.execute("SELECT rag._word_terms('{}'::text[]), rag._word_terms(NULL)").fetchone() == ([], [])
+
+
+# Edge cases of the character tests that replaced regular expressions (issue #10, session 15: fewer distinct
+# patterns per ask, so that the backend's cache of 32 compiled ones keeps the rest), each compared with the
+# pattern it replaced.
+KIND_EDGES = [
+    "",
+    " ",
+    "#",
+    "# a",
+    "#\ta",
+    "#a",
+    "###### six",
+    "####### seven",
+    "   # three blanks",
+    "    # four blanks",
+    "\t# a tab",
+    " ```sql",
+    "\t~~~",
+    "``x",
+    "|a|b|",
+    " \t| row",
+    "> note",
+    "\t>q",
+    "- item",
+    "1. step",
+    "Plain text.",
+    "  ## two",
+    "##",
+    "   ######",
+    "## \u00e9",
+    None,
+]
+
+
+def test_span_kinds_and_question_heads_as_their_patterns(conn):
+    rows = conn.execute(
+        r"""
+        SELECT t, rag._span_kind(t), CASE
+                WHEN t ~ '^[ \t]*(```|~~~)' THEN 'code'
+                WHEN t ~ '^[ \t]*\|' THEN 'table'
+                WHEN t ~ '^[ \t]*>' THEN 'note'
+                WHEN t ~ '^ {0,3}#{1,6}([ \t]|$)' THEN 'heading'
+                WHEN t ~ '^[ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+\S' THEN 'list'
+                ELSE 'text' END
+        FROM unnest(%s::text[]) AS u (t)
+        """,
+        (KIND_EDGES,),
+    ).fetchall()
+    assert [(t, new) for t, new, old in rows if new != old] == []
+    kinds = dict((t, new) for t, new, _ in rows)
+    assert kinds["###### six"] == "heading" and kinds["####### seven"] == "text"
+    assert kinds["   # three blanks"] == "heading" and kinds["    # four blanks"] == "text"
+    assert kinds["#a"] == "text" and kinds["#"] == "heading" and kinds["\t# a tab"] == "text"
+    heads = [
+        "What is X?",
+        "What is X, and why?",
+        "  What, then?  ",
+        "No mark at all",
+        "?",
+        ",",
+        "",
+        "a" * 250 + "?",
+        "What is é?, y",
+        None,
+    ]
+    rows = conn.execute(
+        """
+        SELECT h, rag._question_head(h),
+            (SELECT CASE WHEN pg_catalog.length(x) <= 200 THEN x END
+             FROM pg_catalog.substring(pg_catalog.btrim(h), '^[^,?]*[,?]?') AS x)
+        FROM unnest(%s::text[]) AS u (h)
+        """,
+        (heads,),
+    ).fetchall()
+    assert [(h, new, old) for h, new, old in rows if new != old] == []
+    assert rows[1][1] == "What is X," and rows[2][1] == "What," and rows[7][1] is None
+    # code that says what to do: a line opening a fence (at the start or after a newline, after blanks, tabs)
+    fences = {
+        "```\nls\n```": True,
+        "Here:\n  ```\npg_dump db\n```": True,
+        "Here:\n\t~~~\nx\n~~~": True,
+        "Then ``` is a fence mark.": False,
+        "Here:\r```": False,
+        "": False,
+    }
+    got = conn.execute(
+        "SELECT t, rag._says_what_to_do(t), t ~ '(^|\\n)[ \\t]*(```|~~~)' FROM unnest(%s::text[]) AS u (t)",
+        (list(fences),),
+    ).fetchall()
+    assert [(t, todo, fence) for t, todo, fence in got if todo != fences[t] or fence != fences[t]] == []
+    assert conn.execute("SELECT rag._says_what_to_do(NULL)").fetchone()[0] is None

@@ -111,6 +111,48 @@ $fn$;
 COMMENT ON FUNCTION rag._content_terms(text) IS
 'Internal: the distinct stemmed content words of a text (the lexical part of quote scoring).';
 
+-- The content term of each word of p_words, in order: (rag._content_terms(word))[1] for each word of letters, digits
+-- and "_" (a word as rag._content_terms splits a text into), NULL for a word that has none (two characters or
+-- fewer, a stop word). The same lower case, stop words and stemmer as rag._content_terms, for all the words at once:
+-- rag._term_weights took one rag._content_terms call per question word (~10 PL/pgSQL calls per ask; issue #10,
+-- session 15). tests/test_quotes.py holds the two to the same terms.
+CREATE OR REPLACE FUNCTION rag._word_terms(p_words text[])
+RETURNS text[]
+LANGUAGE plpgsql
+IMMUTABLE
+PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+BEGIN
+    RETURN ARRAY(
+        SELECT CASE WHEN pg_catalog.length(w.w) > 2 AND NOT w.w = ANY ('{a,an,and,are,as,at,be,by,can,could,do,does,
+                did,for,from,how,i,if,in,into,is,it,its,me,my,of,on,or,should,so,than,that,the,their,them,then,there,
+                these,this,those,to,was,were,what,when,where,which,who,whom,why,will,with,would,you,your,we,our,us,use,
+                used,using,about,after,before,between,both,each,few,more,most,other,some,such,only,own,same,too,very,
+                just,also,any,all,not,no,nor,one,get,make,want,need}'::text [])
+            THEN CASE
+                WHEN pg_catalog.length(w.w) > 9 AND pg_catalog.right(w.w, 6) = 'ations' THEN pg_catalog.left(w.w, -6)
+                WHEN pg_catalog.length(w.w) > 8 AND pg_catalog.right(w.w, 5) = 'ation' THEN pg_catalog.left(w.w, -5)
+                WHEN pg_catalog.length(w.w) > 7 AND pg_catalog.right(w.w, 4) = 'ings' THEN pg_catalog.left(w.w, -4)
+                WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ing' THEN pg_catalog.left(w.w, -3)
+                WHEN pg_catalog.length(w.w) > 6 AND pg_catalog.right(w.w, 3) = 'ies' THEN pg_catalog.left(w.w, -3)
+                WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'es' THEN pg_catalog.left(w.w, -2)
+                WHEN pg_catalog.length(w.w) > 5 AND pg_catalog.right(w.w, 2) = 'ed' THEN pg_catalog.left(w.w, -2)
+                WHEN pg_catalog.length(w.w) > 4 AND pg_catalog.right(w.w, 1) = 's' THEN pg_catalog.left(w.w, -1)
+                ELSE w.w
+            END
+        END
+        FROM (
+            SELECT pg_catalog.lower(u.word) AS w, u.n
+            FROM pg_catalog.unnest(p_words) WITH ORDINALITY AS u (word, n)
+        ) AS w
+        ORDER BY w.n
+    );
+END
+$fn$;
+COMMENT ON FUNCTION rag._word_terms(text[]) IS
+'Internal: the content term of each word (rag._content_terms of the word alone), in order, NULL for none.';
+
 -- How specific each word of a text is in a tenant, for weighting the question's words in span scores: 1 - p_a +
 -- p_a x idf, idf = ln(N / df) / ln(N) over the tenant's N live chunks, df the number of them holding the word's
 -- lexeme (rag.tenant_lexeme); a word no chunk holds weighs 1. term: the word as rag._content_terms has it (the
@@ -121,6 +163,15 @@ LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    -- the text's words, and their content terms all at once (rag._word_terms: one call, was one
+    -- rag._content_terms call per word)
+    words text [] := ARRAY(
+        SELECT m.a[1]
+        FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') WITH ORDINALITY AS m (a, n)
+        ORDER BY m.n
+    );
+    terms text [] := rag._word_terms(words);
 BEGIN
     RETURN QUERY
     SELECT w.term, w.lexeme, 1 - p_a + p_a * CASE
@@ -134,10 +185,10 @@ BEGIN
                 SELECT s.live_chunks FROM rag.tenant_lexeme AS s
                 WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lexeme COLLATE "default"
             ), 0) AS df
-        FROM pg_catalog.regexp_matches(coalesce(p_text, ''), '[A-Za-z0-9_]+', 'g') AS m (a)
-        CROSS JOIN LATERAL (SELECT (rag._content_terms(m.a[1]))[1] AS term) AS t
+        FROM pg_catalog.generate_subscripts(words, 1) AS g (i)
+        CROSS JOIN LATERAL (SELECT terms[g.i] AS term) AS t
         CROSS JOIN LATERAL (
-            SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, m.a[1])))[1] AS lexeme
+            SELECT (pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, words[g.i])))[1] AS lexeme
         ) AS l
         WHERE t.term IS NOT NULL OR l.lexeme IS NOT NULL
     ) AS w;

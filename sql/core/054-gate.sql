@@ -50,8 +50,14 @@ BEGIN
             -- occurrences of the question's words in the passages, with the word before when it is a content word
             -- the question lacks (NULL after punctuation, a stop word or a word of the question)
             SELECT y.lexeme,
-                CASE WHEN y.prev_tok IS NULL OR y.prev_tok ~ '[.,;:!?)\]]$' OR y.tok ~ '^[(\["'']'
-                    OR y.prev_lexeme IS NULL OR y.prev_lexeme = ANY (q.lexemes) OR y.pw !~ '[a-z]' THEN NULL
+                -- (the character tests by right(), left() and translate(), as the regular expressions
+                -- '[.,;:!?)\]]$', '^[(\["'']' and '[a-z]' did: fewer distinct patterns per ask, so that the backend's
+                -- cache of 32 compiled ones keeps the rest; issue #10, session 15)
+                CASE WHEN y.prev_tok IS NULL
+                    OR pg_catalog.right(y.prev_tok, 1) IN ('.', ',', ';', ':', '!', '?', ')', ']')
+                    OR pg_catalog.left(y.tok, 1) IN ('(', '[', '"', '''')
+                    OR y.prev_lexeme IS NULL OR y.prev_lexeme = ANY (q.lexemes)
+                    OR pg_catalog.translate(y.pw, 'abcdefghijklmnopqrstuvwxyz', '') = y.pw THEN NULL
                     ELSE y.pw END AS modifier
             FROM (
                 SELECT tok.tok, tok.prev_tok, p.pw,
@@ -129,7 +135,10 @@ BEGIN
             SELECT t.*,
                 t.word ~ '^([A-Z][a-z]+|[A-Z]{2,}[a-z]|[A-Za-z]*[a-z][A-Z])[A-Za-z0-9]*$' AND t.tok_before IS NOT NULL
                     AND t.tok_before !~ '[.!?:]["'')]*$' AS proper,
-                t.word ~ '^[A-Z][A-Z0-9]+$' AS capitals
+                -- ~ '^[A-Z][A-Z0-9]+$' by left() and translate() (one regular expression fewer per ask)
+                pg_catalog.length(t.word) >= 2
+                    AND pg_catalog.translate(pg_catalog.left(t.word, 1), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', '') = ''
+                    AND pg_catalog.translate(t.word, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789', '') = '' AS capitals
             FROM t
         ),
         runs AS (
@@ -183,8 +192,12 @@ BEGIN
                 FROM pg_catalog.regexp_split_to_table(p_corrected, '\s+') WITH ORDINALITY AS s (word, n)
             ) AS x
             WHERE x.word ~ '^[[:alnum:]_]+$' AND x.word ~ '[[:alnum:]]_[[:alnum:]]' AND x.word ~ '[[:alpha:]]'
-                AND NOT coalesce(x.word_before ~ '^(my|our|your|columns?|tables?|fields?|views?|schemas?|databases?)$', false)
-                AND NOT coalesce(x.word_after ~ '^(columns?|tables?|fields?|views?|schemas?|databases?)$', false)
+                -- (= ANY of the words the patterns ^(my|our|your|columns?|...)$ matched: two regular expressions
+                -- fewer per ask)
+                AND NOT coalesce(x.word_before = ANY ('{my,our,your,column,columns,table,tables,field,fields,view,'
+                    'views,schema,schemas,database,databases}'::text []), false)
+                AND NOT coalesce(x.word_after = ANY ('{column,columns,table,tables,field,fields,view,views,schema,'
+                    'schemas,database,databases}'::text []), false)
             GROUP BY x.word
         ) AS y
     );
@@ -278,19 +291,30 @@ BEGIN
             FROM pg_catalog.regexp_matches(pg_catalog.lower(coalesce(p_question, '')), '[[:alnum:]_]+', 'g')
                 WITH ORDINALITY AS m (a, n)
         ) AS x
-        WHERE x.word ~ '^[a-z]{3,40}$' AND x.word = ANY (fixed)
-            AND NOT coalesce(x.word_before ~ '^(my|our|your|columns?|tables?|fields?|views?|schemas?|databases?)$',
-                false)
-            AND NOT coalesce(x.word_after ~ '^(columns?|tables?|fields?|views?|schemas?|databases?)$', false)
+        -- 3 to 40 letters a-z, not the user's own object (as rag._question_names): string functions and = ANY, as
+        -- the patterns ^[a-z]{3,40}$ and ^(my|our|your|columns?|...)$ did (fewer regular expressions per ask)
+        WHERE pg_catalog.length(x.word) BETWEEN 3 AND 40
+            AND pg_catalog.translate(x.word, 'abcdefghijklmnopqrstuvwxyz', '') = ''
+            AND x.word = ANY (fixed)
+            AND NOT coalesce(x.word_before = ANY ('{my,our,your,column,columns,table,tables,field,fields,view,views,'
+                'schema,schemas,database,databases}'::text []), false)
+            AND NOT coalesce(x.word_after = ANY ('{column,columns,table,tables,field,fields,view,views,schema,'
+                'schemas,database,databases}'::text []), false)
             AND pg_catalog.to_tsvector(p_config, x.word) <> ''::tsvector
-            AND NOT EXISTS (
-                SELECT FROM rag.term AS k
+            -- one probe of term_pkey per word (a scalar subquery; as NOT EXISTS the planner read all of the
+            -- tenant's terms once per word, as in rag._correct_question; issue #10, session 15)
+            AND (
+                SELECT k.term FROM rag.term AS k
                 WHERE k.tenant = p_tenant COLLATE "default" AND k.term = x.word COLLATE "default"
-            )
+            ) IS NULL
+            -- and none of its lexemes is the tenant's (a probe of tenant_lexeme_pkey per lexeme, likewise)
             AND NOT EXISTS (
-                SELECT FROM rag.tenant_lexeme AS s,
-                    pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, x.word))) AS l (lx)
-                WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lx COLLATE "default"
+                SELECT FROM pg_catalog.unnest(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(p_config, x.word)))
+                    AS l (lx)
+                WHERE (
+                    SELECT s.lexeme FROM rag.tenant_lexeme AS s
+                    WHERE s.tenant = p_tenant COLLATE "default" AND s.lexeme = l.lx COLLATE "default"
+                ) IS NOT NULL
             )
         GROUP BY x.word
         ORDER BY min(x.n)
@@ -343,7 +367,8 @@ BEGIN
         WITH w AS (
             -- at most 16 words (rag._foreign_names' bound), of at most 40 letters
             SELECT DISTINCT u.word FROM pg_catalog.unnest(p_words[1:16]) AS u (word)
-            WHERE u.word ~ '^[a-z]{1,40}$'
+            WHERE pg_catalog.length(u.word) BETWEEN 1 AND 40
+                AND pg_catalog.translate(u.word, 'abcdefghijklmnopqrstuvwxyz', '') = ''
         ),
         suffixes AS (
             SELECT s.suffix FROM pg_catalog.unnest(ARRAY['s', 'es', 'ed', 'd', 'ing', 'ly', 'er', 'ers', 'est', 'able',
