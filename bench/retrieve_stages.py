@@ -4,9 +4,9 @@
         [--sql sql/core/040-retrieve.sql] [--rounds 2]
 
 Builds a probe copy of rag._candidates from the given 040-retrieve.sql as pg_temp._candidates_probe (session
-only, nothing is written to the database): the same statements, with clock_timestamp() taken after each one,
-and instead of returning the fused rows it runs the fusing query (counting its rows), then its vector,
-full-text and title legs alone. For each question of pgcite_bench.question (its stored embedding, the question
+only, nothing is written to the database): the same statements, with clock_timestamp() taken after its
+declarations and after each statement of its legs, and instead of returning the fused rows it runs the fusing
+query (counting its rows). For each question of pgcite_bench.question (its stored embedding, the question
 corrected by rag._correct_question first) it also times the whole rag.retrieve as pgcite_bench_reader on a
 second connection. Prints p50 / p95 / max per class and stage over every round after the first (warm-up).
 """
@@ -35,7 +35,9 @@ def _lap(name: str) -> str:
 
 
 def probe_source(src: str) -> str:
-    """The probe copy of rag._candidates (see the module docstring)."""
+    """The probe copy of rag._candidates (see the module docstring): a lap after its declarations (the
+    tenant, the question's tsquery and lexemes, the tenant's size and indexes) and after each statement of
+    its legs, then the fusing query counted instead of returned."""
     f = src[
         src.index("CREATE OR REPLACE FUNCTION rag._candidates(") : src.index(
             "COMMENT ON FUNCTION rag._candidates("
@@ -47,41 +49,30 @@ def probe_source(src: str) -> str:
         + "RETURNS TABLE (stage text, ms float8)\n"
         + f[f.index("LANGUAGE plpgsql") :]
     )
-    decl_end = f.index("\nBEGIN\n")
+    decl = f.index("\nDECLARE\n") + len("\nDECLARE\n")
     f = (
-        f[:decl_end]
-        + "\n    t0 timestamptz := clock_timestamp();"
-        + "\n    t1 timestamptz := clock_timestamp();\n    nn bigint;"
-        + "\nBEGIN\n"
-        + _lap("setup")
-        + f[decl_end + len("\nBEGIN\n") :]
+        f[:decl]
+        + "    t1 timestamptz := clock_timestamp();\n    nn bigint;\n"
+        + f[decl:].replace("\nBEGIN\n", "\nBEGIN\n" + _lap("declare"), 1)
     )
+    generic = "        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);\n"
     for marker, name in (
+        ("    IF use_ann THEN\n", "setup"),
         ("    -- full text: which lexemes choose the candidates", "ann"),
-        ("    IF own_fts AND q_match IS NOT NULL THEN\n", "fts_choose"),
+        ("    -- vector leg: the nearest p_depth", "fts_choose"),
+        ("    -- full-text leg: the candidates", "vec_rescore"),
+        (generic + "        -- the question's lexemes the tenant has", "fts_candidates"),
+        ("    -- title leg: each distinct title", "fts_score"),
+        (generic + "        -- their chunks", "title_scores"),
+        ("    -- fused: the legs' arrays", "title_chunks"),
     ):
-        if marker in f:
-            f = f.replace(marker, _lap(name) + marker, 1)
+        if marker not in f:
+            raise SystemExit(f"retrieve_stages: {name}: its statement is not in the SQL any more")
+        f = f.replace(marker, _lap(name) + marker, 1)
     i = f.index("    RETURN QUERY\n")
-    j = f.index("END\n$fn$;")
+    j = f.index("    PERFORM pg_catalog.set_config('plan_cache_mode', prev_mode, true);\nEND\n$fn$;")
     fuse = f[i + len("    RETURN QUERY\n") : j].rstrip().rstrip(";")
-    vec_end = fuse.index("    -- full-text leg")
-    title_start = fuse.index("    -- title leg")
-    fused_start = fuse.index("    fused AS (")
-    parts = [
-        ("fuse", fuse),
-        ("vec_rescore", fuse[:vec_end].rstrip().rstrip(",") + "\n    SELECT * FROM vec"),
-        ("fts_rank", fuse[:title_start].rstrip().rstrip(",") + "\n    SELECT * FROM fts"),
-        (
-            "title",
-            "    WITH "
-            + fuse[title_start:fused_start].split("\n", 1)[1].rstrip().rstrip(",")
-            + "\n    SELECT * FROM trgm",
-        ),
-    ]
-    body = _lap("fts_cand")
-    for name, q in parts:
-        body += "    SELECT count(*) INTO nn FROM (\n" + q + "\n    ) AS zz;\n" + _lap(name)
+    body = "    SELECT count(*) INTO nn FROM (\n" + fuse + "\n    ) AS zz;\n" + _lap("fuse")
     return f[:i] + body + f[j:] + ";\n"
 
 
