@@ -111,18 +111,16 @@ DECLARE
     a integer;
     b integer;
 BEGIN
-    SELECT pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(x.chunk_id ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.doc ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.idx ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.r ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.content ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.s ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.e ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.t ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(rag._span_kind(x.t) ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.score - CASE WHEN x.echo THEN (w ->> 'echo')::float8 ELSE 0 END
-            ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.para_start ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.reach ORDER BY x.doc, x.idx, x.s)
+    -- the spans sorted once, by the subquery the aggregates read in its order (a subquery with ORDER BY is not
+    -- flattened, and a plain aggregate takes its rows as they come); was 12 aggregates each sorting them again with
+    -- ORDER BY x.doc, x.idx, x.s. The key is unique (p_ids are distinct chunks, a chunk's spans start at distinct
+    -- offsets), so every array is the same (issue #10, session 16).
+    SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(x.chunk_id), pg_catalog.array_agg(x.doc),
+        pg_catalog.array_agg(x.idx), pg_catalog.array_agg(x.r), pg_catalog.array_agg(x.content),
+        pg_catalog.array_agg(x.s), pg_catalog.array_agg(x.e), pg_catalog.array_agg(x.t),
+        pg_catalog.array_agg(rag._span_kind(x.t)),
+        pg_catalog.array_agg(x.score - CASE WHEN x.echo THEN (w ->> 'echo')::float8 ELSE 0 END),
+        pg_catalog.array_agg(x.para_start), pg_catalog.array_agg(x.reach)
     INTO n, c_id, c_doc, c_idx, c_rank, c_content, s_start, s_end, s_text, s_kind, s_base, s_para_start, s_reach
     FROM (
         SELECT y.*, pg_catalog.substr(y.content, y.s + 1, y.e - y.s) AS t,
@@ -153,6 +151,7 @@ BEGIN
             INNER JOIN rag.chunk AS c ON c.chunk_id = o.id
             WHERE (e.value ->> 'end')::integer > (e.value ->> 'start')::integer
         ) AS y
+        ORDER BY y.doc, y.idx, y.s
     ) AS x;
     IF coalesce(n, 0) = 0 THEN
         RETURN '[]';
