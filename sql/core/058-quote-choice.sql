@@ -87,6 +87,8 @@ DECLARE
     s_reach boolean [];  -- the span is of a section chunk (rag._answer's section reach), not of a passage
     s_bound boolean [];  -- code, table or a continuation quoted only with its introduction
     u_last integer [];  -- last span of the unit an introducing span heads (NULL: not an introducer)
+    u_first integer [];  -- the introducing spans, in order
+    u_bonus float8 [];  -- rag._quote_bonus of each unit's text, in the order of u_first
     -- the rank a span counts as for the rank penalty: its chunk's, or for the items of a list carried on from the
     -- document's previous chunk (a better-ranked passage), moved towards that chunk's rank by weights.list_rank
     s_rank float8 [];
@@ -250,13 +252,22 @@ BEGIN
 
     -- Candidates: units (scored as their best member) and the sentences that stand on their own; an introduction
     -- whose block is out of reach (in a chunk that is not a passage) is not one.
+    -- The bonus of every unit's text in one rag._quote_bonuses call: the expression rag._quote_bonus evaluates, which
+    -- was called once per unit (~4 calls per ask; issue #10, session 16).
+    u_first := ARRAY(SELECT g.i FROM pg_catalog.generate_series(1, n) AS g (i) WHERE u_last[g.i] IS NOT NULL
+        ORDER BY g.i);
+    IF pg_catalog.cardinality(u_first) > 0 THEN
+        u_bonus := rag._quote_bonuses(ARRAY(
+            SELECT rag._span_text(c_id, c_content, s_start, s_end, u.i, u_last[u.i])
+            FROM pg_catalog.unnest(u_first) WITH ORDINALITY AS u (i, o) ORDER BY u.o), features, NULL);
+    END IF;
     FOR i IN 1..n LOOP
         IF u_last[i] IS NOT NULL THEN
             cand_first := cand_first || i;
             cand_last := cand_last || u_last[i];
             cand_score := cand_score || (
                 (SELECT max(s_base[g.x]) FROM pg_catalog.generate_series(i, u_last[i]) AS g (x))
-                + rag._quote_bonus(rag._span_text(c_id, c_content, s_start, s_end, i, u_last[i]), features, NULL)
+                + u_bonus[pg_catalog.array_position(u_first, i)]
                 - p_rank_penalty * (s_rank[i] - 1));
         ELSIF NOT s_bound[i] AND s_kind[i] <> 'heading' AND s_end[i] - s_start[i] >= 20
             AND NOT (s_text[i] ~ ':\s*$' AND (i = n OR c_id[i + 1] <> c_id[i]))
