@@ -262,9 +262,6 @@ DECLARE
     -- with weights.idf: each question term's weight, from how specific it is in the tenant (given by the caller,
     -- else computed here once the chunks are known to be scored here)
     term_w jsonb := p_term_weights;
-    -- with weights.idf: the sum of the question terms' weights, the denominator of every span's overlap (was
-    -- summed again for each span; the same sum in the same order; issue #10, session 16)
-    q_weight float8;
 BEGIN
     SELECT pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', c.chunk_id, 'content', c.content))
     INTO missing
@@ -277,7 +274,6 @@ BEGIN
         EXECUTE 'SELECT rag._sentence_vectors($1)' INTO live USING missing;
     END IF;
     term_w := coalesce(term_w, rag._question_term_weights(p_question, p_ids[1]));
-    q_weight := (SELECT sum(coalesce((term_w ->> t.term)::float8, 1)) FROM pg_catalog.unnest(q_terms) AS t (term));
     RETURN (
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos,
@@ -307,7 +303,7 @@ BEGIN
                     WHERE t.term = ANY (q_terms))::float8 / pg_catalog.cardinality(q_terms)
                 ELSE (SELECT coalesce(sum(coalesce((term_w ->> t.term)::float8, 1)), 0)
                         FROM pg_catalog.unnest(q_terms) AS t (term) WHERE t.term = ANY (w.terms))
-                    / q_weight
+                    / (SELECT sum(coalesce((term_w ->> t.term)::float8, 1)) FROM pg_catalog.unnest(q_terms) AS t (term))
                 END AS overlap
         ) AS o
     );
