@@ -1426,6 +1426,98 @@ def test_a_condition_counts_its_first_200_characters(conn):
     assert bonus[0] - bonus[1] == pytest.approx(float(features["weights"]["condition"]))
 
 
+def test_span_conditions_are_read_only_where_a_span_opens_with_one(conn):
+    """A question's condition is compared with the condition a span opens with ("If no weights are given,
+    ..."); a span that opens with none gets no condition bonus, whatever words it holds, and its words are not
+    read for it (issue #10, session 16: rag._content_terms ran for every span of such a question)."""
+    features = conn.execute(
+        "SELECT rag._question_features('What does it return if no weights are given?')"
+        " || jsonb_build_object('weights', rag._quote_weights())"
+    ).fetchone()[0]
+    assert features["condition"]["absent"] is True
+    spans = [
+        "If no weights are given, the default weights are used.",  # opens with a condition, an absence
+        "The default weights are used if no weights are given.",  # the same words, no condition first
+        "Weights are never empty: none is missing.",  # absence words, no condition first
+        "Unless weights are passed, defaults apply.",  # opens with a condition sharing "weights"
+    ]
+    conn.execute("SET track_functions = 'all'")
+    before = conn.execute(
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions WHERE schemaname = 'rag'"
+        " AND funcname = '_content_terms'"
+    ).fetchone()[0]
+    bonus = conn.execute(
+        "SELECT rag._quote_bonuses(%s::text[], %s, ARRAY[false, false, false, false])",
+        (spans, json.dumps(features)),
+    ).fetchone()[0]
+    after = conn.execute(
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions WHERE schemaname = 'rag'"
+        " AND funcname = '_content_terms'"
+    ).fetchone()[0]
+    condition = float(features["weights"]["condition"])
+    alone = [
+        conn.execute(
+            "SELECT rag._quote_bonus(%s, %s, false)",
+            (s, json.dumps({**features, "condition": None})),
+        ).fetchone()[0]
+        for s in spans
+    ]
+    assert [round(b - a, 6) for b, a in zip(bonus, alone, strict=True)] == [condition, 0, 0, condition]
+    # the content words of the two spans that open with a condition only
+    assert after - before == 2
+
+
+def test_a_unit_scores_as_its_best_member_plus_the_bonus_of_its_whole_text(conn, gadgets):
+    """An introduction quoted with its code block scores as its best sentence plus the form bonus of the
+    whole unit's text: here the name the question asks about (gadget_name) is only in the code, so the unit
+    scores the names bonus that its introduction alone would lack. The units' bonuses come from one
+    rag._quote_bonuses call with the spans' (issue #10, session 16: one rag._quote_bonus call per unit)."""
+    question = "How do I polish a gadget with gadget_name?"
+    conn.execute("SET track_functions = 'all'")
+    calls = (
+        "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'rag'"
+        " AND funcname IN ('_quote_bonus', '_quote_bonuses')"
+    )
+    before = dict(conn.execute(calls).fetchall())
+    rows = conn.execute(
+        "SELECT c.chunk_id, c.content, s.start_pos, s.end_pos FROM rag.chunk AS c JOIN rag.sentence AS s"
+        " USING (chunk_id) WHERE c.tenant = 'gadgets' AND c.title = 'Polishing a gadget' ORDER BY s.start_pos"
+    ).fetchall()
+    chunk, content = rows[0][0], rows[0][1]
+    scored = [
+        {
+            "chunk_id": chunk,
+            "start": s,
+            "end": e,
+            "score": 0.6 if content[s:e].startswith("To polish") else 0.1,
+        }
+        for _, _, s, e in rows
+    ]
+    picked = conn.execute(
+        "SELECT rag._choose_quotes(%s, %s, %s, %s, 1, 0.08, 0.1)",
+        (question, question, [chunk], json.dumps(scored)),
+    ).fetchone()[0]
+    after = dict(conn.execute(calls).fetchall())
+    assert len(picked) == 1
+    unit = picked[0]["quote"]
+    assert unit.startswith("To polish a gadget, run this command")
+    assert unit.endswith("POLISH GADGET gadget_name;\n```")
+    intro = next(content[s:e] for _, _, s, e in rows if content[s:e].startswith("To polish"))
+    features = json.dumps(
+        conn.execute(
+            "SELECT rag._question_features(%s) || jsonb_build_object('weights', rag._quote_weights())",
+            (question,),
+        ).fetchone()[0]
+    )
+    bonus = "SELECT rag._quote_bonus(%s, %s, NULL)"
+    unit_bonus = conn.execute(bonus, (unit, features)).fetchone()[0]
+    assert unit_bonus > conn.execute(bonus, (intro, features)).fetchone()[0]  # the name is in the code only
+    assert float(picked[0]["score"]) == pytest.approx(round(0.6 + unit_bonus, 6), abs=1e-6)
+    # one call for the spans, one for the unit; none per unit
+    assert after.get("_quote_bonus", 0) - before.get("_quote_bonus", 0) == 0
+    assert after["_quote_bonuses"] - before.get("_quote_bonuses", 0) == 2
+
+
 def test_word_terms_are_each_words_content_terms(conn):
     """rag._word_terms(words)[i] is rag._content_terms(words[i])'s term (NULL for none), for words that reach
     every branch of the stemmer and the stop words, in any case, so the two functions (rag._term_weights uses

@@ -364,7 +364,11 @@ BEGIN
                     -- evicted from the backend's cache of 32 compiled patterns; issue #10, session 14)
                     FROM pg_catalog.regexp_match(s.span, '^(?:[ \t]*(?:[-*+]|[0-9]{1,9}[.)])[ \t]+|[ \t]*\(|[ \t]*>[ \t]*)?'
                         || '((?:If|When|Whenever|Unless|Without|Once|In case|Only if|Even if)\M)([^,;:.]*)') AS r (a)
-                    CROSS JOIN LATERAL (SELECT r.a[1] || pg_catalog.left(r.a[2], 200) AS t) AS m)
+                    CROSS JOIN LATERAL (SELECT r.a[1] || pg_catalog.left(r.a[2], 200) AS t) AS m
+                    -- only a span that opens with a condition (regexp_match gives one NULL row for the others, whose
+                    -- test was false or NULL: rag._content_terms(NULL) is '{}'; it was called for every span of a
+                    -- question with a condition; issue #10, session 16)
+                    WHERE m.t IS NOT NULL)
                 THEN coalesce((p_features -> 'weights' ->> 'condition')::float8, 0) ELSE 0 END
             -- the verb of a how-do-I question, in any inflection ("How do I remove ...": "... is removed by ...")
             + CASE WHEN pg_catalog.jsonb_typeof(p_features -> 'action') = 'array' AND s.span ~* ('\m(' || (

@@ -87,6 +87,8 @@ DECLARE
     s_reach boolean [];  -- the span is of a section chunk (rag._answer's section reach), not of a passage
     s_bound boolean [];  -- code, table or a continuation quoted only with its introduction
     u_last integer [];  -- last span of the unit an introducing span heads (NULL: not an introducer)
+    u_first integer [];  -- the introducing spans, in order
+    u_bonus float8 [];  -- rag._quote_bonus of each unit's text, in the order of u_first
     -- the rank a span counts as for the rank penalty: its chunk's, or for the items of a list carried on from the
     -- document's previous chunk (a better-ranked passage), moved towards that chunk's rank by weights.list_rank
     s_rank float8 [];
@@ -111,18 +113,16 @@ DECLARE
     a integer;
     b integer;
 BEGIN
-    SELECT pg_catalog.count(*)::integer,
-        pg_catalog.array_agg(x.chunk_id ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.doc ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.idx ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.r ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.content ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.s ORDER BY x.doc, x.idx, x.s), pg_catalog.array_agg(x.e ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.t ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(rag._span_kind(x.t) ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.score - CASE WHEN x.echo THEN (w ->> 'echo')::float8 ELSE 0 END
-            ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.para_start ORDER BY x.doc, x.idx, x.s),
-        pg_catalog.array_agg(x.reach ORDER BY x.doc, x.idx, x.s)
+    -- the spans sorted once, by the subquery the aggregates read in its order (a subquery with ORDER BY is not
+    -- flattened, and a plain aggregate takes its rows as they come); was 12 aggregates each sorting them again with
+    -- ORDER BY x.doc, x.idx, x.s. The key is unique (p_ids are distinct chunks, a chunk's spans start at distinct
+    -- offsets), so every array is the same (issue #10, session 16).
+    SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(x.chunk_id), pg_catalog.array_agg(x.doc),
+        pg_catalog.array_agg(x.idx), pg_catalog.array_agg(x.r), pg_catalog.array_agg(x.content),
+        pg_catalog.array_agg(x.s), pg_catalog.array_agg(x.e), pg_catalog.array_agg(x.t),
+        pg_catalog.array_agg(rag._span_kind(x.t)),
+        pg_catalog.array_agg(x.score - CASE WHEN x.echo THEN (w ->> 'echo')::float8 ELSE 0 END),
+        pg_catalog.array_agg(x.para_start), pg_catalog.array_agg(x.reach)
     INTO n, c_id, c_doc, c_idx, c_rank, c_content, s_start, s_end, s_text, s_kind, s_base, s_para_start, s_reach
     FROM (
         SELECT y.*, pg_catalog.substr(y.content, y.s + 1, y.e - y.s) AS t,
@@ -133,13 +133,20 @@ BEGIN
                 E' \t>', ''), E'\n\n') > 0
             OR pg_catalog.substr(y.content, y.s + 1, 8) ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)'
                 AS para_start,
-            (SELECT pg_catalog.cardinality(z.t) >= 3
-                AND (SELECT pg_catalog.count(*) FROM pg_catalog.unnest(z.t) AS u (term) WHERE u.term = ANY (q_terms))
-                    >= 0.75 * pg_catalog.cardinality(z.t)
+            -- an echo of the question: three or more content words, three quarters of them the question's, counted
+            -- in one pass over the words (they were read into an array, then counted in it and measured twice:
+            -- ~15 % of this statement; issue #10, session 16)
+            (SELECT pg_catalog.count(*) >= 3 AND pg_catalog.count(*) FILTER (WHERE u.term = ANY (q_terms))
+                    >= 0.75 * pg_catalog.count(*)
              -- the span's content words: rag._sentence_scores passes the stored ones (0.1-0.4 ms a span to redo)
-             FROM (SELECT CASE WHEN y.terms IS NULL
-                 THEN rag._content_terms(pg_catalog.substr(y.content, y.s + 1, y.e - y.s))
-                 ELSE ARRAY(SELECT pg_catalog.jsonb_array_elements_text(y.terms)) END AS t) AS z) AS echo
+             FROM (
+                 SELECT t.term FROM pg_catalog.jsonb_array_elements_text(y.terms) AS t (term)
+                 UNION ALL
+                 SELECT t.term
+                 FROM pg_catalog.unnest(rag._content_terms(pg_catalog.substr(y.content, y.s + 1, y.e - y.s)))
+                     AS t (term)
+                 WHERE y.terms IS NULL
+             ) AS u) AS echo
         FROM (
             SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id,
                 coalesce((e.value ->> 'rank')::integer, o.r::integer) AS r, e.value ? 'rank' AS reach, c.content,
@@ -153,6 +160,7 @@ BEGIN
             INNER JOIN rag.chunk AS c ON c.chunk_id = o.id
             WHERE (e.value ->> 'end')::integer > (e.value ->> 'start')::integer
         ) AS y
+        ORDER BY y.doc, y.idx, y.s
     ) AS x;
     IF coalesce(n, 0) = 0 THEN
         RETURN '[]';
@@ -251,13 +259,22 @@ BEGIN
 
     -- Candidates: units (scored as their best member) and the sentences that stand on their own; an introduction
     -- whose block is out of reach (in a chunk that is not a passage) is not one.
+    -- The bonus of every unit's text in one rag._quote_bonuses call: the expression rag._quote_bonus evaluates, which
+    -- was called once per unit (~4 calls per ask; issue #10, session 16).
+    u_first := ARRAY(SELECT g.i FROM pg_catalog.generate_series(1, n) AS g (i) WHERE u_last[g.i] IS NOT NULL
+        ORDER BY g.i);
+    IF pg_catalog.cardinality(u_first) > 0 THEN
+        u_bonus := rag._quote_bonuses(ARRAY(
+            SELECT rag._span_text(c_id, c_content, s_start, s_end, u.i, u_last[u.i])
+            FROM pg_catalog.unnest(u_first) WITH ORDINALITY AS u (i, o) ORDER BY u.o), features, NULL);
+    END IF;
     FOR i IN 1..n LOOP
         IF u_last[i] IS NOT NULL THEN
             cand_first := cand_first || i;
             cand_last := cand_last || u_last[i];
             cand_score := cand_score || (
                 (SELECT max(s_base[g.x]) FROM pg_catalog.generate_series(i, u_last[i]) AS g (x))
-                + rag._quote_bonus(rag._span_text(c_id, c_content, s_start, s_end, i, u_last[i]), features, NULL)
+                + u_bonus[pg_catalog.array_position(u_first, i)]
                 - p_rank_penalty * (s_rank[i] - 1));
         ELSIF NOT s_bound[i] AND s_kind[i] <> 'heading' AND s_end[i] - s_start[i] >= 20
             AND NOT (s_text[i] ~ ':\s*$' AND (i = n OR c_id[i + 1] <> c_id[i]))
