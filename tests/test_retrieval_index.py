@@ -257,6 +257,39 @@ def test_own_title_index_serves_the_title_leg_with_the_same_results(conn):
         conn.rollback()
 
 
+def test_the_title_leg_reads_a_long_questions_first_500_characters(conn):
+    """word_similarity costs in proportion to the question's length for every title it scores (a question
+    of 3,990 characters cost the largest tenant's title leg 1 s at 1M chunks), so the title leg compares
+    titles with the corrected question's whole words within its first 500 characters: a title named there
+    still scores, one named only after them does not, and a question of up to 500 characters is read whole."""
+    cut = [
+        conn.execute("SELECT rag._title_question(%s)", (q,)).fetchone()[0]
+        for q in ("abcd " * 200, "x" * 600, "y" * 500, "short question")
+    ]
+    assert cut == [("abcd " * 100)[:499], "x" * 500, "y" * 500, "short question"]
+    conn.execute("SELECT rag.create_tenant('ttl_long')")
+    conn.execute(
+        "SELECT * FROM rag.ingest('ttl_long', 'a.md', %s)",
+        (
+            "# Checkpoint tuning\n\nHow the spread of checkpoint writes is set.\n\n"
+            "# Wraparound\n\nHow old rows are frozen before the counter wraps.",
+        ),
+    )
+    filler = " ".join(["rows"] * 130)  # 649 characters, words of the corpus that no title has
+
+    def titled(question: str) -> set:
+        return {
+            r[0]
+            for r in conn.execute(
+                "SELECT title FROM rag.retrieve(%s, 'ttl_long', 5) WHERE trgm_score IS NOT NULL", (question,)
+            )
+        }
+
+    assert titled("checkpoint tuning " + filler) == {"Checkpoint tuning"}
+    assert titled(filler + " checkpoint tuning") == set()
+    assert titled(" ".join(["rows"] * 70) + " checkpoint tuning") == {"Checkpoint tuning"}  # 367 characters
+
+
 def test_index_tenants_rejects_a_bad_minimum(conn):
     try:
         conn.execute("SELECT * FROM rag._index_tenants(0)")

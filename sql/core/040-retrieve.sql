@@ -217,6 +217,30 @@ $fn$;
 COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 'Internal: the tsquery lexeme1 | lexeme2 | ... of normalised lexemes (NULL for an empty array).';
 
+-- The question as the title leg reads it: its first 500 characters, cut before the word the 500th falls in (the
+-- question as rag._correct_question returns it: words joined by single spaces). word_similarity's cost grows
+-- with the question's length for each title it scores: at 1M chunks a 3,990-character question cost the title
+-- leg 1.0-1.1 s of the 350,000-chunk tenant's 2,426 titles (every one shared a lexeme with it), against 2-9 ms
+-- for questions of up to 250 characters; at 500 characters at most about an eighth of that. No question of the
+-- dev set or the benchmark (at most 250 characters) is cut (issue #10, session 16).
+CREATE OR REPLACE FUNCTION rag._title_question(p_corrected text)
+RETURNS text
+LANGUAGE sql
+IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+    SELECT CASE
+        WHEN pg_catalog.length(p_corrected) <= 500 THEN p_corrected
+        -- the last space of the first 501 characters ends the last whole word; none: the first 500
+        WHEN pg_catalog.strpos(pg_catalog.left(p_corrected, 501), ' ') = 0 THEN pg_catalog.left(p_corrected, 500)
+        ELSE pg_catalog.rtrim(pg_catalog.left(p_corrected,
+            501 - pg_catalog.strpos(pg_catalog.reverse(pg_catalog.left(p_corrected, 501)), ' ')))
+    END
+$fn$;
+COMMENT ON FUNCTION rag._title_question(text) IS
+'Internal: what the title leg compares titles with: the corrected question, cut to its whole words within the '
+'first 500 characters.';
+
 -- How the vector leg searches a tenant's HNSW graph (its own partial index or the table's), measured at 1M
 -- chunks (docs/BENCHMARKS.md, 0.5.0 and 0.9.0): hnsw.ef_search 800 for a tenant of over 100,000 live chunks,
 -- 400 below (at least 10 x depth, at most pgvector's 1,000); through an own index built with ef_construction 200
@@ -398,7 +422,11 @@ DECLARE
     corrected text := p_corrected;
     q tsquery := rag._fts_query(t.ts_config, corrected);
     lexemes text [] := pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected));
-    q_title tsquery := rag._any_lexeme(lexemes);
+    -- the title leg reads the question's first 500 characters (rag._title_question: its cost per title grows
+    -- with the question's length), its titles those sharing a lexeme with them
+    title_q text := rag._title_question(corrected);
+    q_title tsquery := CASE WHEN title_q = corrected THEN rag._any_lexeme(lexemes)
+        ELSE rag._any_lexeme(pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, title_q))) END;
     q_match tsquery := q;
     -- 10 x depth (400 for k <= 10; 25 x until 0.6.0): ts_rank_cd of 1,000 candidates was the largest stage of
     -- a 1 % tenant's retrieval at 1M chunks; with 400 the dev set's answers, citations and statuses were the
@@ -687,12 +715,12 @@ BEGIN
         PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
         WITH scored AS (
             SELECT x.title, x.live_chunks,
-                round(public.word_similarity(x.stripped, corrected)::numeric, 6)::float8 AS s
+                round(public.word_similarity(x.stripped, title_q)::numeric, 6)::float8 AS s
             FROM rag.tenant_title AS x
             WHERE NOT scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
             UNION ALL
             SELECT y.title, y.live_chunks,
-                round(public.word_similarity(y.stripped, corrected)::numeric, 6)::float8 AS s
+                round(public.word_similarity(y.stripped, title_q)::numeric, 6)::float8 AS s
             FROM (
                 SELECT x.title, x.live_chunks, x.stripped, x.tsv FROM rag.tenant_title AS x
                 WHERE scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0
