@@ -1,7 +1,7 @@
 """Per-stage timings of rag._candidates (the legs of rag.retrieve) on the scale benchmark's database.
 
     BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/retrieve_stages.py [--per-class 100]
-        [--sql sql/core/040-retrieve.sql] [--rounds 2]
+        [--sql sql/core/040-retrieve.sql] [--rounds 2] [--titles-question 3990 --per-class 3]
 
 Builds a probe copy of rag._candidates from the given 040-retrieve.sql as pg_temp._candidates_probe (session
 only, nothing is written to the database): the same statements, with clock_timestamp() taken after its
@@ -87,6 +87,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--sql", default=str(ROOT / "sql/core/040-retrieve.sql"))
     ap.add_argument("--label", default="")
+    ap.add_argument(
+        "--titles-question",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: one question of N characters made of the largest tenant's titles (a long question "
+        "that shares a lexeme with every title), with the embedding of that tenant's first question",
+    )
     args = ap.parse_args()
     dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
     src = Path(args.sql).read_text()
@@ -96,11 +104,23 @@ def main() -> None:
     )
     owner.execute(probe_source(src))
     params = owner.execute("SELECT rag._params()::text").fetchone()[0]
-    qs = owner.execute(
-        "SELECT class, tenant, question, qemb::text FROM (SELECT *, row_number() OVER "
-        "(PARTITION BY class ORDER BY id) AS n FROM pgcite_bench.question) AS q WHERE n <= %s ORDER BY id",
-        (args.per_class,),
-    ).fetchall()
+    if args.titles_question:
+        tenant, qemb = owner.execute(
+            "SELECT tenant, qemb::text FROM pgcite_bench.question WHERE class = 'largest' ORDER BY id LIMIT 1"
+        ).fetchone()
+        question = owner.execute(
+            "SELECT left(string_agg(z.t, ' '), %s) FROM (SELECT DISTINCT x.title AS t "
+            "FROM rag.tenant_title AS x WHERE x.tenant = %s ORDER BY 1 LIMIT 400) AS z",
+            (args.titles_question, tenant),
+        ).fetchone()[0]
+        qs = [(f"titles-{len(question)}", tenant, question, qemb)] * args.per_class
+    else:
+        qs = owner.execute(
+            "SELECT class, tenant, question, qemb::text FROM (SELECT *, row_number() OVER "
+            "(PARTITION BY class ORDER BY id) AS n FROM pgcite_bench.question) AS q WHERE n <= %s "
+            "ORDER BY id",
+            (args.per_class,),
+        ).fetchall()
     ms: dict[tuple[str, str], list[float]] = {}
     for rnd in range(args.rounds):
         for cls, tenant, question, qemb in qs:
