@@ -96,6 +96,17 @@ def ask(conn, question, tenant=TENANT, k=5, query_embedding=None):
     return dict(zip(("status", "answer", "citations", "evidence"), cur.fetchone(), strict=True))
 
 
+def function_calls(conn, *names: str) -> dict:
+    """Calls of rag's functions so far in this transaction (track_functions = 'all'), by name."""
+    return dict(
+        conn.execute(
+            "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'rag'"
+            " AND funcname = ANY(%s)",
+            (list(names),),
+        ).fetchall()
+    )
+
+
 def assert_verbatim(conn, a):
     """Every citation is verified, its quote is the chunk's text at its offsets, and it is in the answer."""
     assert a["status"] == "answered", a["evidence"]["gate"]
@@ -1085,12 +1096,7 @@ def test_an_ask_scores_no_lower_chunk_that_cannot_compete(conn, widgets):
     assert len(a["evidence"]["chunks"]) == 5  # chunks ranked below the three passages: lower candidates
     passages = [c["chunk_id"] for c in a["evidence"]["chunks"][:3]]
     reach = conn.execute("SELECT rag._section_chunks(%s, %s, 8)", (TENANT, passages)).fetchone()[0]
-    calls = dict(
-        conn.execute(
-            "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'rag' "
-            "AND funcname IN ('_sentence_scores', '_may_score_at_least')"
-        ).fetchall()
-    )
+    calls = function_calls(conn, "_sentence_scores", "_may_score_at_least")
     assert calls == {"_may_score_at_least": 1, "_sentence_scores": 1 + (len(reach) > 0)}
 
 
@@ -1442,18 +1448,12 @@ def test_span_conditions_are_read_only_where_a_span_opens_with_one(conn):
         "Unless weights are passed, defaults apply.",  # opens with a condition sharing "weights"
     ]
     conn.execute("SET track_functions = 'all'")
-    before = conn.execute(
-        "SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions WHERE schemaname = 'rag'"
-        " AND funcname = '_content_terms'"
-    ).fetchone()[0]
+    before = function_calls(conn, "_content_terms").get("_content_terms", 0)
     bonus = conn.execute(
         "SELECT rag._quote_bonuses(%s::text[], %s, ARRAY[false, false, false, false])",
         (spans, json.dumps(features)),
     ).fetchone()[0]
-    after = conn.execute(
-        "SELECT coalesce(sum(calls), 0) FROM pg_stat_xact_user_functions WHERE schemaname = 'rag'"
-        " AND funcname = '_content_terms'"
-    ).fetchone()[0]
+    after = function_calls(conn, "_content_terms").get("_content_terms", 0)
     condition = float(features["weights"]["condition"])
     alone = [
         conn.execute(
@@ -1474,11 +1474,7 @@ def test_a_unit_scores_as_its_best_member_plus_the_bonus_of_its_whole_text(conn,
     rag._quote_bonuses call with the spans' (issue #10, session 16: one rag._quote_bonus call per unit)."""
     question = "How do I polish a gadget with gadget_name?"
     conn.execute("SET track_functions = 'all'")
-    calls = (
-        "SELECT funcname, calls FROM pg_stat_xact_user_functions WHERE schemaname = 'rag'"
-        " AND funcname IN ('_quote_bonus', '_quote_bonuses')"
-    )
-    before = dict(conn.execute(calls).fetchall())
+    before = function_calls(conn, "_quote_bonus", "_quote_bonuses")
     rows = conn.execute(
         "SELECT c.chunk_id, c.content, s.start_pos, s.end_pos FROM rag.chunk AS c JOIN rag.sentence AS s"
         " USING (chunk_id) WHERE c.tenant = 'gadgets' AND c.title = 'Polishing a gadget' ORDER BY s.start_pos"
@@ -1497,7 +1493,7 @@ def test_a_unit_scores_as_its_best_member_plus_the_bonus_of_its_whole_text(conn,
         "SELECT rag._choose_quotes(%s, %s, %s, %s, 1, 0.08, 0.1)",
         (question, question, [chunk], json.dumps(scored)),
     ).fetchone()[0]
-    after = dict(conn.execute(calls).fetchall())
+    after = function_calls(conn, "_quote_bonus", "_quote_bonuses")
     assert len(picked) == 1
     unit = picked[0]["quote"]
     assert unit.startswith("To polish a gadget, run this command")
