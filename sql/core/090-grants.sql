@@ -49,7 +49,8 @@ BEGIN
             '_sentence_vectors', '_support_similarity', '_answer', '_sentence_scores', '_prepare_question',
             '_generate', '_generation_step', '_enforce_reply', '_recheck_generation', '_support_scores',
             '_candidates', '_coverage', '_live_chunks', '_term_weights', '_span_score_bounds', '_may_score_at_least',
-            '_answer_options', '_require_generator', '_question_term_weights', '_lexical_sentences', '_word_terms') THEN
+            '_answer_options', '_require_generator', '_question_term_weights', '_lexical_sentences', '_word_terms',
+            '_title_question') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
             -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
@@ -65,6 +66,7 @@ BEGIN
             -- tables the role may not read (retrieval's statistics, sentences, generators), only ever called from
             -- SECURITY DEFINER functions too (security round 10: each raised 42501 for the writer it was granted to)
             -- (rag._word_terms: only rag._term_weights calls it, issue #10 session 15)
+            -- (rag._title_question: only rag._candidates calls it, issue #10 session 16)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             -- readers: what row level security, rag.embed and rag.verify run as the reader (rag.verify called
