@@ -10,6 +10,8 @@ from psycopg on one connection each (model loaded before timing):
 - `retrieve`: rag.retrieve(q, tenant, 8, query_embedding) as a pgcite_reader role;
 - `ask`: rag.ask(q, tenant, 5), the question embedded in the database (the model in the backend);
 - `ask+qemb`: rag.ask(q, tenant, 5, query_embedding);
+- `embed`: rag.embed(q) as the reader: the question's embedding alone, in the database (ask = about embed +
+  ask+qemb; rag.ask embeds the corrected question, of the same length but for a rare typo);
 - `floor`: the bare pgvector query over rag.chunk, `WHERE tenant = $1 AND retired_at IS NULL ORDER BY
   embedding <=> $2 LIMIT 10`, with `hnsw.iterative_scan = relaxed_order` and pgvector's other defaults, as
   the superuser (readers cannot read embeddings);
@@ -17,7 +19,8 @@ from psycopg on one connection each (model loaded before timing):
   (all-MiniLM-L6-v2, one torch thread like the backend's), `ORDER BY embedding <=> q LIMIT 5` on a table of
   its own (pgcite_bench.peer_chunk: id, tenant, title, content, embedding; HNSW and a tenant b-tree;
   iterative scan on), the answer assembled in Python (first sentences of the top 3 with [n] markers). No
-  full-text or title legs, no gate, no quote verification, no audit log.
+  full-text or title legs, no gate, no quote verification, no audit log. Its embedding in the client is timed
+  apart too (`peer embed`), so the report splits both p50s into embedding and the rest.
 
 Recall@10 against the exact top 10: the vector leg of rag.retrieve/rag.ask (vec_rank <= 10 of rag.explain(q,
 tenant, 10), the same 40-deep leg), the floor and the peer. The peer embeds the raw question, the others the
@@ -35,7 +38,9 @@ Before timing, every tenant with at least TENANT_INDEX_MIN (5000; 0: none) live 
 and GIN indexes (rag._index_tenants; build time and size printed), which the vector and full-text legs use.
 
 Environment: SIZE (100000), DURATION (60), WARMUP (45), QUESTIONS per class (100), CLIENTS (8), SEED (1),
-BENCH_DB (pgcite_bench), DATABASE_URL (else the embedded cluster, as the other benchmarks). The role
+BENCH_DB (pgcite_bench), DATABASE_URL (else the embedded cluster, as the other benchmarks), TORCH_THREADS
+(unset: the database's setting torch_threads, default 1, and one torch thread for the peer; N: both use N for
+the run, the setting restored after it). The role
 pgcite_bench_reader must be able to log in (trust on the embedded cluster). Results also go to
 bench/out/scale-<SIZE>.json.
 """
@@ -59,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 import questions  # noqa: E402
 
-METHODS = ["retrieve", "ask", "ask+qemb", "floor", "peer"]
+METHODS = ["retrieve", "ask", "ask+qemb", "embed", "floor", "peer"]
 
 
 def env_int(name: str, default: int) -> int:
@@ -121,10 +126,10 @@ def ensure_peer(dbname: str, table: str = "own") -> dict:
 class Peer:
     """What a user writes around pgvector: embed in the client, nearest neighbours, assemble the answer."""
 
-    def __init__(self, conn: psycopg.Connection, table: str = "own"):
+    def __init__(self, conn: psycopg.Connection, table: str = "own", threads: int = 1):
         from pgvector.psycopg import register_vector
 
-        self.model = corpus.load_model(1)
+        self.model = corpus.load_model(threads)
         self.conn = conn
         register_vector(conn)
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
@@ -137,7 +142,9 @@ class Peer:
         )
 
     def answer(self, question: str, tenant: str, k: int = 5) -> tuple[str, list[dict]]:
+        t = time.perf_counter()
         qv = self.model.encode([question], convert_to_numpy=True, show_progress_bar=False)[0]
+        self.embed_ms = (time.perf_counter() - t) * 1000
         rows = self.conn.execute(self.sql, (tenant, qv, k)).fetchall()
         parts, cites = [], []
         for n, (cid, title, content) in enumerate(rows[:3], start=1):
@@ -148,7 +155,7 @@ class Peer:
 
 
 # ---------------------------------------------------------------------------------------------- latency
-def run_latency(dbname: str, seed: int, peer_table: str = "own") -> dict:
+def run_latency(dbname: str, seed: int, peer_table: str = "own", threads: int = 1) -> dict:
     reader_dsn = psycopg.conninfo.make_conninfo(corpus.db_dsn(dbname), user=corpus.READER)
     peer_dsn = corpus.db_dsn(dbname) if peer_table == "chunk" else reader_dsn
     with (
@@ -161,7 +168,7 @@ def run_latency(dbname: str, seed: int, peer_table: str = "own") -> dict:
             "FROM pgcite_bench.question ORDER BY id"
         ).fetchall()
         ac.execute("SET hnsw.iterative_scan = relaxed_order")
-        peer = Peer(pc, peer_table)
+        peer = Peer(pc, peer_table, threads)
 
         def timed(fn):
             t = time.perf_counter()
@@ -176,6 +183,8 @@ def run_latency(dbname: str, seed: int, peer_table: str = "own") -> dict:
             "ask+qemb": lambda q, t, e: rc.execute(
                 "SELECT status FROM rag.ask(%s, %s, 5, %s::vector)", (q, t, e)
             ).fetchone()[0],
+            # the question's embedding alone, in the database (what rag.ask adds to ask+qemb)
+            "embed": lambda q, t, e: rc.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0],
             "floor": lambda q, t, e: [
                 r[0]
                 for r in ac.execute(
@@ -205,6 +214,7 @@ def run_latency(dbname: str, seed: int, peer_table: str = "own") -> dict:
                 if m == "floor":
                     rec.setdefault("floor", []).append(len(set(out) & set(gt)) / len(gt))
                 elif m == "peer":
+                    lat[cls].setdefault("peer embed", []).append(peer.embed_ms)
                     got = {c["chunk_id"] for c in out[1]}
                     rec.setdefault("peer@5", []).append(len(got & set(gt[:5])) / min(5, len(gt)))
                 elif m.startswith("ask"):
@@ -350,11 +360,17 @@ def report(result: dict) -> str:
                 f"{t['tenant']} {t['live_chunks']}: {t['build_s']} s {t['size_mb']} MB" for t in ti[:6]
             )
         )
+    lines.append(
+        "embedding threads (torch_threads in the database, torch in the peer): "
+        f"{result.get('torch_threads', 1)}"
+    )
     lines.append("")
     lines.append(f"{'class':<8} {'call':<9} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     lat = result["latency"]["latency_ms"]
     for cls, ms in lat.items():
-        for m in METHODS:
+        for m in [*METHODS, "peer embed"]:
+            if m not in ms:
+                continue
             q = ms[m]
             lines.append(f"{cls:<8} {m:<9} {q['n']:>4} {q['p50']:>8} {q['p95']:>8} {q['p99']:>8}")
     lines.append("")
@@ -371,6 +387,21 @@ def report(result: dict) -> str:
             f"{ratio(ms['ask+qemb'], ms['floor'], 'p50'):>19}"
         )
     lines.append(f"rag.ask statuses (both ask calls): {json.dumps(result['latency']['ask_statuses'])}")
+    lines.append("")
+    lines.append(
+        "where the p50s go: rag.ask = its question's embedding (embed: rag.embed alone) + the rest "
+        "(ask+qemb); the peer = its embedding in the client (sentence-transformers) + the rest"
+    )
+    for cls, ms in lat.items():
+        if "peer embed" not in ms or "embed" not in ms:
+            continue
+        pe, pr = ms["peer embed"]["p50"], ms["peer"]["p50"]
+        lines.append(
+            f"{cls:<8} ask {ms['ask']['p50']} = embed {ms['embed']['p50']} + rest {ms['ask+qemb']['p50']}; "
+            f"peer {pr} = embed {pe} + rest {round(pr - pe, 2)}; "
+            f"embedding in the database / in the peer {ratio(ms['embed'], ms['peer embed'], 'p50')}, "
+            f"rest ask+qemb / peer's rest {round(ms['ask+qemb']['p50'] / max(pr - pe, 0.01), 1)}"
+        )
     b = result["pgbench"]
     if b:
         q = b["window_latency_ms"]
@@ -407,9 +438,25 @@ def main() -> None:
     result["tenant_indexes"] = corpus.ensure_tenant_indexes(dbname, env_int("TENANT_INDEX_MIN", 5000))
     out = corpus.OUT / f"scale-{size}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    result["latency"] = run_latency(dbname, seed, peer_table)
-    out.write_text(json.dumps(result, indent=2))  # kept if pgbench fails
-    result["pgbench"] = run_pgbench(dbname, clients, duration, warmup) if duration > 0 else None
+    threads = env_int("TORCH_THREADS", 0)
+    result["torch_threads"] = threads or 1
+    with corpus.connect(dbname) as conn:
+        before = conn.execute(
+            "SELECT CASE WHEN source = 'default' THEN NULL ELSE value END FROM rag.settings "
+            "WHERE name = 'torch_threads'"
+        ).fetchone()
+        if threads:
+            # the backends' embedding threads (an admin setting, read when a backend loads the model) and
+            # the peer's, for this run only
+            conn.execute("SELECT rag.set_config('torch_threads', %s)", (str(threads),))
+    try:
+        result["latency"] = run_latency(dbname, seed, peer_table, threads or 1)
+        out.write_text(json.dumps(result, indent=2))  # kept if pgbench fails
+        result["pgbench"] = run_pgbench(dbname, clients, duration, warmup) if duration > 0 else None
+    finally:
+        if threads:
+            with corpus.connect(dbname) as conn:
+                conn.execute("SELECT rag.set_config('torch_threads', %s)", (before[0] if before else None,))
     out.write_text(json.dumps(result, indent=2))
     print(report(result))
 

@@ -1,14 +1,15 @@
 """Per-stage timings of rag._candidates (the legs of rag.retrieve) on the scale benchmark's database.
 
     BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/retrieve_stages.py [--per-class 100]
-        [--sql sql/core/040-retrieve.sql] [--rounds 2] [--titles-question 3990 --per-class 3]
+        [--sql sql/core/040-retrieve.sql] [--rounds 2] [--titles-question 3990 --per-class 3] [--slowest 12]
 
 Builds a probe copy of rag._candidates from the given 040-retrieve.sql as pg_temp._candidates_probe (session
 only, nothing is written to the database): the same statements, with clock_timestamp() taken after its
 declarations and after each statement of its legs, and instead of returning the fused rows it runs the fusing
 query (counting its rows). For each question of pgcite_bench.question (its stored embedding, the question
 corrected by rag._correct_question first) it also times the whole rag.retrieve as pgcite_bench_reader on a
-second connection. Prints p50 / p95 / max per class and stage over every round after the first (warm-up).
+second connection. Prints p50 / p95 / max per class and stage over every round after the first (warm-up);
+with --slowest N also each class's N slowest questions, stage by stage (which legs make the tail).
 """
 
 from __future__ import annotations
@@ -88,6 +89,14 @@ def main() -> None:
     ap.add_argument("--sql", default=str(ROOT / "sql/core/040-retrieve.sql"))
     ap.add_argument("--label", default="")
     ap.add_argument(
+        "--slowest",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print, per class, the N questions whose stages add up to most (each question's fastest "
+        "round after the first), with every stage of 0.5 ms or more: what makes the tail",
+    )
+    ap.add_argument(
         "--titles-question",
         type=int,
         default=0,
@@ -122,8 +131,10 @@ def main() -> None:
             (args.per_class,),
         ).fetchall()
     ms: dict[tuple[str, str], list[float]] = {}
+    # per question (its index in qs): the fastest round's stages, by their sum
+    per_q: dict[int, tuple[float, dict[str, float]]] = {}
     for rnd in range(args.rounds):
-        for cls, tenant, question, qemb in qs:
+        for n, (cls, tenant, question, qemb) in enumerate(qs):
             t0 = time.perf_counter()
             reader.execute(
                 "SELECT count(*) FROM rag.retrieve(%s, %s, 8, %s::vector)", (question, tenant, qemb)
@@ -144,11 +155,23 @@ def main() -> None:
             ms.setdefault((cls, "correct (client round trip)"), []).append(corr)
             for stage, v in rows:
                 ms.setdefault((cls, stage), []).append(v)
+            total = sum(v for _, v in rows)
+            if n not in per_q or total < per_q[n][0]:
+                per_q[n] = (total, dict(rows))
     for (cls, stage), v in sorted(ms.items(), key=lambda kv: (kv[0][0], list(ms).index(kv[0]))):
         print(
             f"{args.label}{cls:<8} {stage:<28} p50 {pct(v, 0.5):7.2f}  p95 {pct(v, 0.95):7.2f}"
             f"  max {max(v):7.2f} ms"
         )
+    if args.slowest:
+        for cls in dict.fromkeys(q[0] for q in qs):
+            ranked = sorted(
+                ((t, n, st) for n, (t, st) in per_q.items() if qs[n][0] == cls), key=lambda x: -x[0]
+            )
+            print(f"{args.label}{cls}: the {args.slowest} slowest questions (sum of stages, fastest round)")
+            for t, n, st in ranked[: args.slowest]:
+                big = ", ".join(f"{k} {v:.2f}" for k, v in st.items() if v >= 0.5)
+                print(f"  {t:6.2f} ms  {qs[n][2][:60]!r}: {big}")
 
 
 if __name__ == "__main__":
