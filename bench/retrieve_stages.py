@@ -60,12 +60,12 @@ def probe_source(src: str) -> str:
     for marker, name in (
         ("    IF use_ann THEN\n", "setup"),
         ("    -- full text: which lexemes choose the candidates", "ann"),
-        ("    -- vector leg: the nearest p_depth", "fts_choose"),
-        ("    -- full-text leg: the candidates", "vec_rescore"),
+        ("    -- full-text leg: the candidates", "fts_choose"),
         (generic + "        -- the question's lexemes the tenant has", "fts_candidates"),
         ("    -- title leg: each distinct title", "fts_score"),
         (generic + "        -- their chunks", "title_scores"),
-        ("    -- fused: the legs' arrays", "title_chunks"),
+        ("    -- vector leg: the nearest p_depth", "title_chunks"),
+        ("    -- fused: the legs' arrays", "vector_leg"),
     ):
         if marker not in f:
             raise SystemExit(f"retrieve_stages: {name}: its statement is not in the SQL any more")

@@ -205,6 +205,54 @@ def test_own_index_path_gives_a_reader_the_rows_of_exact_search_ties_included(co
             assert len(ann) == len(questions) and all("AS raw" in p for p in ann), i
 
 
+def test_the_vector_leg_ranks_chunks_the_other_legs_found_that_the_graph_did_not_return(conn):
+    """Through a tenant's own HNSW graph the vector leg ranks, by exact distance, the graph's candidates
+    together with the chunks the full-text and title legs found: a chunk nearer than those the graph returned
+    gets the vector rank exact search gives it. Here 2,000 chunks and five more share one embedding, so every
+    distance is 0 and exact search orders them by doc_key: the five (a0.md ... a4.md) first. The graph returns
+    about 100 of the 2,005 (its first candidates); the question's five words, one in each of the five, find
+    them through the full-text leg. Without the union all five ranked first only if the graph returned all
+    five."""
+    role = "miss_reader_" + uuid.uuid4().hex[:6]
+    conn.execute("SELECT rag.create_tenant('annmiss')")
+    e = [round(1 / 384**0.5, 6)] * 384
+    filler = [{"content": f"Shared filler paragraph number {i}.", "embedding": e} for i in range(2000)]
+    conn.execute("SELECT * FROM rag.store_document('annmiss', 'b.md', %s)", (json.dumps(filler),))
+    words = ["zyxquorum", "plivnet", "drossark", "quembly", "tarvolin"]
+    for i, w in enumerate(words):
+        item = [{"content": f"The {w} setting of the tenant.", "embedding": e}]
+        conn.execute("SELECT * FROM rag.store_document('annmiss', %s, %s)", (f"a{i}.md", json.dumps(item)))
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('annmiss', %s)", (role,))
+    question = "Which " + " and ".join(words) + " settings are there?"
+
+    def vector_leg() -> list[tuple]:
+        conn.execute(f"SET LOCAL ROLE {role}")
+        try:
+            return conn.execute(
+                "SELECT vec_rank, doc_key, chunk_id, distance "
+                "FROM rag.explain(%s, 'annmiss', 10, %s::vector) WHERE vec_rank IS NOT NULL "
+                "ORDER BY vec_rank",
+                (question, str(e)),
+            ).fetchall()
+        finally:
+            conn.execute("RESET ROLE")
+
+    exact = vector_leg()  # 2,005 live chunks: exact search
+    assert [r[1] for r in exact[:6]] == [f"a{i}.md" for i in range(5)] + ["b.md"]
+    assert len(exact) == 40 and {r[3] for r in exact} == {0.0}
+    n = conn.execute("SELECT rag._live_chunks('annmiss')").fetchone()[0]
+    built = [r[0] for r in conn.execute("SELECT index_name FROM rag._index_tenants(%s, 'annmiss')", (n,))]
+    assert conn.execute("SELECT rag._tenant_index_name('annmiss')").fetchone()[0] in built
+    # the graph's rows: fewer than the tenant's, so the five are not all there but by chance
+    ann_rows = conn.execute("SELECT rag._ann_rows(%s, rag._ann_search(%s, 40, true, NULL), true)", (n, n))
+    assert ann_rows.fetchone()[0] < n / 10
+    for _ in range(6):  # past PL/pgSQL's plan caching
+        own = vector_leg()
+        assert own[:5] == exact[:5]
+        assert len(own) == 40 and {r[3] for r in own} == {0.0}
+
+
 WRAP = "How do I prevent transaction ID wraparound failures?"
 
 

@@ -372,7 +372,7 @@ COMMENT ON FUNCTION rag._index_is_dense(regclass) IS
 -- - vector: HNSW through the tenant's own partial index when it has one (rag._index_tenants); else exact up to
 --   exact_search_limit live chunks and the table's HNSW index above, with pgvector's iterative scan,
 --   rag._ann_fetch candidates (ef_search / 2; 1.5 x ef_search above 100,000 chunks with an own index)
---   re-scored exactly. The choice reads only the tenant's own size: another tenant's ingest never switches it
+--   re-scored exactly, together with the other legs' chunks (a graph can miss what the question's words find). The choice reads only the tenant's own size: another tenant's ingest never switches it
 --   (a filtered scan of the table's graph visits about p_depth * 4 / share rows, so a large tenant with a small
 --   share of the table wants its own index).
 -- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
@@ -454,6 +454,12 @@ DECLARE
     ann_keys text [];
     ann_idx integer [];
     ann_raw float8 [];
+    -- every leg's chunks with their keys and exact distances: the ANN's (or exact search's) rows and the other
+    -- legs' (the vector leg ranks them all on the ANN path; the fused query reads its chunks' keys here)
+    all_ids bigint [];
+    all_keys text [];
+    all_idx integer [];
+    all_raw float8 [];
     -- '' in the call's collation (a PL/pgSQL variable takes it: "C" from the entry points, which pass
     -- current_user): exact search orders its doc_keys in it, as the ANN rows' keys (read into ann_keys) are
     -- and as before 0.8.0 (the exact and ANN rows were one UNION ALL of the column and ann_keys)
@@ -568,41 +574,6 @@ BEGIN
             < greatest(coalesce(kept_df, 0), 1)::float8 * coalesce(n_table, 0);
         big_share := n_active * 10 >= coalesce(n_table, 0);
     END IF;
-    -- vector leg: the nearest p_depth by exact distance (a top-N sort over floats), rounded only then
-    IF ann_ids IS NOT NULL THEN
-        -- the index's candidates (the tenant's live chunks, each with its exact distance from the scan)
-        SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
-            pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
-        INTO vec_ids, vec_d
-        FROM (
-            SELECT a.chunk_id, a.doc_key, a.chunk_index, round(a.raw::numeric, 6)::float8 AS d
-            FROM ROWS FROM (
-                pg_catalog.unnest(ann_ids), pg_catalog.unnest(ann_keys), pg_catalog.unnest(ann_idx),
-                pg_catalog.unnest(ann_raw)
-            ) AS a (chunk_id, doc_key, chunk_index, raw)
-            ORDER BY a.raw, a.doc_key, a.chunk_index, a.chunk_id
-            LIMIT p_depth
-        ) AS w;
-    ELSE
-        -- exact search of the tenant's live chunks (no ANN index, or it delivered too few rows): the distances
-        -- are computed in a subquery (OFFSET 0), so no plan can read them in the order of an HNSW index
-        SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
-            pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
-        INTO vec_ids, vec_d
-        FROM (
-            SELECT e.chunk_id, e.doc_key, e.chunk_index, round(e.raw::numeric, 6)::float8 AS d
-            FROM (
-                SELECT c.chunk_id, c.doc_key || call_collation AS doc_key, c.chunk_index,
-                    c.embedding OPERATOR(public.<=>) p_qemb AS raw
-                FROM rag.chunk AS c
-                WHERE c.retired_at IS NULL AND c.tenant = v_tenant
-                OFFSET 0
-            ) AS e
-            ORDER BY e.raw, e.doc_key, e.chunk_index, e.chunk_id
-            LIMIT p_depth
-        ) AS w;
-    END IF;
-
     -- full-text leg: the candidates (found through GIN, fetched without reading their tsv), the newest
     -- fts_budget of them ranked (a NULL query matches nothing)
     IF q IS NOT NULL AND q_match IS NOT NULL THEN
@@ -761,12 +732,84 @@ BEGIN
         ) AS g;
     END IF;
 
-    -- fused: the legs' arrays (rank = position) and each chunk's keys by primary key (LATERAL ... OFFSET 0, which
-    -- no plan can turn into a scan of the tenant), planned generic
+    -- vector leg: the nearest p_depth by exact distance (a top-N sort over floats), rounded only then. With it,
+    -- every leg's chunks with their tie-break keys and exact distances (all_*), which the fused query reads: the
+    -- ANN's rows from its scan, the exact search's from theirs, the other legs' by primary key.
+    IF ann_ids IS NOT NULL THEN
+        all_ids := ann_ids;
+        all_keys := ann_keys;
+        all_idx := ann_idx;
+        all_raw := ann_raw;
+    ELSE
+        -- exact search of the tenant's live chunks (no ANN index, or it delivered too few rows): the distances
+        -- are computed in a subquery (OFFSET 0), so no plan can read them in the order of an HNSW index
+        SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
+            pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
+            pg_catalog.array_agg(w.doc_key ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
+            pg_catalog.array_agg(w.chunk_index ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
+            pg_catalog.array_agg(w.raw ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
+        INTO vec_ids, vec_d, all_keys, all_idx, all_raw
+        FROM (
+            SELECT e.chunk_id, e.doc_key, e.chunk_index, e.raw, round(e.raw::numeric, 6)::float8 AS d
+            FROM (
+                SELECT c.chunk_id, c.doc_key || call_collation AS doc_key, c.chunk_index,
+                    c.embedding OPERATOR(public.<=>) p_qemb AS raw
+                FROM rag.chunk AS c
+                WHERE c.retired_at IS NULL AND c.tenant = v_tenant
+                OFFSET 0
+            ) AS e
+            ORDER BY e.raw, e.doc_key, e.chunk_index, e.chunk_id
+            LIMIT p_depth
+        ) AS w;
+        all_ids := coalesce(vec_ids, '{}');
+    END IF;
+    -- the other legs' chunks not among them, read by primary key (LATERAL ... OFFSET 0, which no plan can turn
+    -- into a scan of the tenant)
+    SELECT all_ids || coalesce(pg_catalog.array_agg(k.chunk_id ORDER BY k.chunk_id), '{}'),
+        all_keys || coalesce(pg_catalog.array_agg(k.doc_key ORDER BY k.chunk_id), '{}'),
+        all_idx || coalesce(pg_catalog.array_agg(k.chunk_index ORDER BY k.chunk_id), '{}'),
+        all_raw || coalesce(pg_catalog.array_agg(k.raw ORDER BY k.chunk_id), '{}')
+    INTO all_ids, all_keys, all_idx, all_raw
+    FROM (
+        SELECT DISTINCT o.id
+        FROM pg_catalog.unnest(coalesce(fts_top, '{}') || coalesce(trgm_ids, '{}')) AS o (id)
+        WHERE NOT o.id = ANY (all_ids)
+    ) AS x
+    CROSS JOIN LATERAL (
+        SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
+        FROM rag.chunk AS c
+        WHERE c.chunk_id = x.id
+        OFFSET 0
+    ) AS k;
+    IF ann_ids IS NOT NULL THEN
+        -- The index's candidates and the other legs' chunks it did not return, by exact distance: a graph can
+        -- miss a region that the question's words find (0.9.0, session 17: a question far from every chunk of
+        -- a 350,000-chunk tenant had 9 of its 10 nearest out of the graph's reach at any ef_search, 3 of them
+        -- among the full-text leg's best), and a chunk nearer than the index's p_depth-th is one of the
+        -- tenant's nearest whichever leg found it. (Exact search above has every chunk: for it nothing
+        -- would change.)
+        SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
+            pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
+        INTO vec_ids, vec_d
+        FROM (
+            SELECT a.chunk_id, a.doc_key, a.chunk_index, round(a.raw::numeric, 6)::float8 AS d
+            FROM ROWS FROM (
+                pg_catalog.unnest(all_ids), pg_catalog.unnest(all_keys), pg_catalog.unnest(all_idx),
+                pg_catalog.unnest(all_raw)
+            ) AS a (chunk_id, doc_key, chunk_index, raw)
+            ORDER BY a.raw, a.doc_key, a.chunk_index, a.chunk_id
+            LIMIT p_depth
+        ) AS w;
+    END IF;
+
+    -- fused: the legs' arrays (rank = position) and each chunk's keys and distance from all_* (doc_key ordered
+    -- in the column's collation, as when they were read here by primary key), planned generic
     RETURN QUERY
     SELECT
-        pg_catalog.row_number() OVER (ORDER BY f.fused DESC, k.doc_key, k.chunk_index, f.chunk_id)::integer,
-        f.chunk_id, k.doc_key, k.chunk_index, f.vr, k.d, f.fr, f.fs, f.tr, f.ts, f.fused
+        pg_catalog.row_number() OVER (
+            ORDER BY f.fused DESC, k.doc_key COLLATE "default", k.chunk_index, f.chunk_id)::integer,
+        f.chunk_id, k.doc_key, k.chunk_index, f.vr, coalesce(f.d, round(k.raw::numeric, 6)::float8), f.fr, f.fs,
+        f.tr, f.ts, f.fused
     FROM (
         SELECT ids.chunk_id,
             lv.r::integer AS vr, lv.d, lf.r::integer AS fr, lf.s AS fs, lt.r::integer AS tr, lt.s AS ts,
@@ -789,14 +832,12 @@ BEGIN
             WITH ORDINALITY AS lt (chunk_id, s, r)
             ON lt.chunk_id = ids.chunk_id
     ) AS f
-    CROSS JOIN LATERAL (
-        SELECT c.doc_key, c.chunk_index,
-            coalesce(f.d, round((c.embedding OPERATOR(public.<=>) p_qemb)::numeric, 6)::float8) AS d
-        FROM rag.chunk AS c
-        WHERE c.chunk_id = f.chunk_id
-        OFFSET 0
-    ) AS k
-    ORDER BY f.fused DESC, k.doc_key, k.chunk_index, f.chunk_id;
+    INNER JOIN ROWS FROM (
+        pg_catalog.unnest(all_ids), pg_catalog.unnest(all_keys), pg_catalog.unnest(all_idx),
+        pg_catalog.unnest(all_raw)
+    ) AS k (chunk_id, doc_key, chunk_index, raw)
+        ON k.chunk_id = f.chunk_id
+    ORDER BY f.fused DESC, k.doc_key COLLATE "default", k.chunk_index, f.chunk_id;
     PERFORM pg_catalog.set_config('plan_cache_mode', prev_mode, true);
 END
 $fn$;
