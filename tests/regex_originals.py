@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the SQL keeps the replaced patterns verbatim, as the SQL files wrote them
 """The patterns issue #10 (session 17) stopped running for every ask, evaluated as they were, next to what replaced
 them: each query returns the inputs whose old and new results differ (none, if the replacement is exact). Used by
 tests/test_quotes.py on edge cases, and on every question, sentence and chunk of a database by hand:
@@ -148,13 +149,25 @@ def corpus_strings(conn: psycopg.Connection) -> tuple[list, list, list, list]:
                SELECT substr(c.content, s.start_pos + 1, s.end_pos - s.start_pos) FROM rag.sentence AS s
                JOIN rag.chunk AS c USING (chunk_id) UNION ALL SELECT c.content FROM rag.chunk AS c) AS y (x)"""
     questions = [r[0] for r in conn.execute(q)]
-    words = [r[0] for r in conn.execute(
-        "SELECT DISTINCT w FROM (" + q + ") AS z, regexp_split_to_table(z.x, '\\s+') AS w WHERE w <> ''")]
-    windows = [r[0] for r in conn.execute(
-        "SELECT DISTINCT substr(c.content, g.i, 8) FROM rag.chunk AS c, generate_series(1, length(c.content)) AS g (i)")]
-    answers = [r[0] for r in conn.execute(
-        "SELECT DISTINCT x FROM (SELECT answer FROM rag.ask_log WHERE answer IS NOT NULL UNION ALL "
-        "SELECT content FROM rag.chunk) AS y (x)")]
+    words = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT w FROM (" + q + ") AS z, regexp_split_to_table(z.x, '\\s+') AS w WHERE w <> ''"
+        )
+    ]
+    windows = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT substr(c.content, g.i, 8) FROM rag.chunk AS c, generate_series(1, length(c.content)) AS g (i)"
+        )
+    ]
+    answers = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT x FROM (SELECT answer FROM rag.ask_log WHERE answer IS NOT NULL UNION ALL "
+            "SELECT content FROM rag.chunk) AS y (x)"
+        )
+    ]
     return questions, words, windows, answers
 
 
@@ -162,7 +175,9 @@ if __name__ == "__main__":
     with psycopg.connect(sys.argv[1]) as c:
         qs, ws, wins, ans = corpus_strings(c)
         d = differ(c, qs, ws, wins, ans)
-        print(f"questions {len(qs)} (x2 collations), words {len(ws)} (x2), windows {len(wins)}, answers {len(ans)}")
+        print(
+            f"questions {len(qs)} (x2 collations), words {len(ws)} (x2), windows {len(wins)}, answers {len(ans)}"
+        )
         print({k: len(v) for k, v in d.items()})
         for k, v in d.items():
             for row in v[:5]:
