@@ -1662,3 +1662,145 @@ def test_span_kinds_and_question_heads_as_their_patterns(conn):
     ).fetchall()
     assert [(t, todo, fence) for t, todo, fence in got if todo != fences[t] or fence != fences[t]] == []
     assert conn.execute("SELECT rag._says_what_to_do(NULL)").fetchone()[0] is None
+
+
+REGEX_EDGE_QUESTIONS = [
+    "WHY?",
+    "Why does it fail?",
+    "whY do",
+    "somewhy",
+    "Why-not",
+    "how MANY rows",
+    "How  many rows?",
+    "limitless",
+    "at  most",
+    "at most",
+    "the LONGEST name",
+    "HOW DO I remove an index?",
+    "  How do I drop a table?",
+    "how\tdo i create a role",
+    "How to copy a table?",
+    "Howl at the moon",
+    "how",
+    "ho?",
+    "Which  archive format does pg_dump use?",
+    "WHICH format do I pick?",
+    "Whichever works?",
+    "WHAT IS A HASH MAP?",
+    "What's a negative index?",
+    "what s a hash map",
+    "Whatever is this?",
+    "what",
+    "wha",
+    "What are multixact IDs used for?",
+    "If I strip it, what then?",
+    "Without WAL archiving, can I recover?",
+    "WHENEVER I run it",
+    "unless none is given",
+    "what happens when one of the columns is NULL?",
+    "When should I vacuum?",
+    "Is there a way to do it?",
+    "Do I need to restart?",
+    "What should I do?",
+    "\u212aelvin why",
+    "\u0130f I run",
+    "\u0131f",
+    "caf\u00e9 why",
+    "\u00e9",
+    "what is \u00e9?",
+    "What is " + "x " * 120 + "?",
+    "",
+    " ",
+    "?",
+    None,
+]
+REGEX_EDGE_WORDS = [
+    "work_mem",
+    "_a",
+    "a_",
+    "a__b",
+    "1_2",
+    "\u00e9_x",
+    "x_\u00e9",
+    "\u00df_1",
+    "a_b-c",
+    "",
+    "_",
+    "A_B",
+    "\u00fcber_cool",
+    "pg_stat_statements",
+    "1_a",
+    "a_1",
+    "__",
+    "a\u00a0_b",
+]
+REGEX_EDGE_WINDOWS = [
+    "```x",
+    "  ~~~",
+    "\t|a",
+    ">",
+    "#",
+    "   - a",
+    "1. x",
+    "1234567890. x",
+    "123456789. x",
+    "-x",
+    "- ",
+    "\t\t* b",
+    " 1) z",
+    "",
+    "``",
+    "|",
+    "\u00a0- a",
+    " \t #",
+    "~~",
+    "+ \u00e9",
+    "*\tx",
+]
+REGEX_EDGE_ANSWERS = [
+    "a [1] b [2].",
+    "x  [1][2]",
+    "[[1]]",
+    "[1234567]",
+    "[01]",
+    "\n[3]",
+    "[5[2]]",
+    "no markers",
+    "",
+    " [ 1]",
+    "a\t\n [12] [123456] [1234567] ]",
+    "[1] [1] [2]",
+    "\u00a0[4]",
+    "[]",
+    "[",
+]
+
+
+def test_session17_replacements_as_their_patterns(conn):
+    """Issue #10, session 17: the question-form patterns that now run only for questions of their form, the
+    one pattern of rag._question_names' word test, the paragraph start that shares rag._span_kind's list
+    pattern and rag.verify's one marker pattern give what the patterns they replaced gave, under the ask's "C"
+    collation and the default one: on edge cases (cases, blanks, tabs, non-ASCII letters, the Kelvin sign,
+    NULL) and on every question, sentence, word, chunk offset and answer of the test database
+    (tests/regex_originals.py)."""
+    import regex_originals
+
+    d = regex_originals.differ(
+        conn, REGEX_EDGE_QUESTIONS, REGEX_EDGE_WORDS, REGEX_EDGE_WINDOWS, REGEX_EDGE_ANSWERS
+    )
+    assert d == {"features": [], "name_words": [], "para_start": [], "markers": []}
+    d = regex_originals.differ(conn, *regex_originals.corpus_strings(conn))
+    assert d == {"features": [], "name_words": [], "para_start": [], "markers": []}
+    # the edge cases are not vacuous: the forms are found where the old patterns found them
+    f = {
+        q: json.loads(json.dumps(v))
+        for q, v in conn.execute(
+            'SELECT q, rag._question_features(q COLLATE "C") FROM unnest(%s::text[]) AS u (q) '
+            "WHERE q IS NOT NULL",
+            (REGEX_EDGE_QUESTIONS,),
+        ).fetchall()
+    }
+    assert f["WHY?"]["why"] and not f["somewhy"]["why"] and f["how MANY rows"]["quantity"]
+    assert not f["limitless"]["quantity"] and f["HOW DO I remove an index?"]["action"][0] == "remove"
+    assert f["WHICH format do I pick?"]["asks_for"] == ["format"] and f["WHAT IS A HASH MAP?"]["defines"]
+    assert f["If I strip it, what then?"]["condition"] is not None

@@ -191,7 +191,12 @@ BEGIN
                     pg_catalog.lead(s.word) OVER (ORDER BY s.n) AS word_after
                 FROM pg_catalog.regexp_split_to_table(p_corrected, '\s+') WITH ORDINALITY AS s (word, n)
             ) AS x
-            WHERE x.word ~ '^[[:alnum:]_]+$' AND x.word ~ '[[:alnum:]]_[[:alnum:]]' AND x.word ~ '[[:alpha:]]'
+            -- word characters only, a word character, an underscore and a word character in a row, a letter: one
+            -- pattern, as x.word ~ '^[[:alnum:]_]+$' AND x.word ~ '[[:alnum:]]_[[:alnum:]]' AND x.word ~ '[[:alpha:]]'
+            -- (the rest of a word of word characters is word characters on either side of that row; a letter is
+            -- one of them): two regular expressions fewer per ask, so that the backend's cache of 32 compiled ones
+            -- keeps the rest (issue #10, session 17)
+            WHERE x.word ~ '^(?=.*[[:alpha:]])[[:alnum:]_]*[[:alnum:]]_[[:alnum:]][[:alnum:]_]*$'
                 -- (= ANY of the words the patterns ^(my|our|your|columns?|...)$ matched: two regular expressions
                 -- fewer per ask)
                 AND NOT coalesce(x.word_before = ANY ('{my,our,your,column,columns,table,tables,field,fields,view,'
@@ -226,7 +231,11 @@ BEGIN
             SELECT pg_catalog.phraseto_tsquery(p_config, m.a[1]) AS q
             -- only the question up to its first comma or question mark, and only when that is at most 200 characters:
             -- the term ends there, and the lazy match took time quadratic in the text's length (security round 4)
-            FROM pg_catalog.regexp_match(rag._question_head(p_question),
+            -- (only a question that begins with what in any case: the pattern matches nothing else, and
+            -- regexp_match of NULL is NULL without it; one pattern fewer for the other questions' asks, so that the
+            -- backend's cache of 32 compiled ones keeps the rest; issue #10, session 17)
+            FROM pg_catalog.regexp_match(CASE WHEN pg_catalog.lower(pg_catalog.left(pg_catalog.btrim(p_question), 4))
+                    = 'what' THEN rag._question_head(p_question) END,
                 '^what(?:''s|\s+s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?([^,?]+?)(?:\s+used\s+for)?\s*(?:[,?].*)?$', 'i')
                 AS m (a)
             WHERE pg_catalog.array_length(pg_catalog.regexp_split_to_array(pg_catalog.btrim(m.a[1]), '\s+'), 1) <= 4

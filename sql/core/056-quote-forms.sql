@@ -42,7 +42,13 @@ BEGIN
                 ELSE '{}'::text [] END
         END
         FROM (
-            SELECT pg_catalog.lower((pg_catalog.regexp_match(rag._question_head(p_question),
+            -- (the pattern only for a head that begins with "how" in any case: it matches nothing else, and
+            -- regexp_match of NULL is NULL without the pattern; each question-form pattern used only by the questions
+            -- of its form keeps an ask's patterns within the backend's cache of 32 compiled ones; issue #10,
+            -- session 17)
+            SELECT pg_catalog.lower((pg_catalog.regexp_match(CASE
+                WHEN pg_catalog.lower(pg_catalog.left(pg_catalog.btrim(p_question), 3)) = 'how'
+                    THEN rag._question_head(p_question) END,
                 '^(?:how\s+(?:do|can|should|would|could|must|may)\s+(?:i|we|you|one)|how\s+to)\s+'
                 || '(?:(?:safely|quickly|correctly|properly|automatically|manually|efficiently|easily|reliably|completely|'
                 || 'temporarily|permanently|best)\s+)?([a-z]{2,})\M', 'i'))[1]) AS v
@@ -63,6 +69,15 @@ IMMUTABLE
 PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    -- The question in lower case and its first four letters, for the tests that run a question-form pattern only
+    -- when the question holds the words that pattern spells out (its case-insensitive letters are ASCII, which
+    -- lower() maps as ~* matches them): the pattern could match nothing else, so each result is the same, and a
+    -- question uses only the patterns of its form. An ask used more distinct patterns than the backend keeps
+    -- compiled (32, least recently used out), and these, used once per ask, were compiled again on most asks
+    -- (0.04-0.14 ms each; issue #10, session 17).
+    lq text := pg_catalog.lower(p_question);
+    first4 text := pg_catalog.lower(pg_catalog.left(pg_catalog.btrim(p_question), 4));
 BEGIN
     RETURN (
         pg_catalog.jsonb_build_object(
@@ -87,18 +102,28 @@ BEGIN
                     GROUP BY x.name
                 ) AS y
             ), '[]'),
-            'howto', p_question ~* ('\m(how (do|can|should|would|could|must|may) (i|we|you|one)|how to'
+            -- (each alternative holds how, need, have, what, which or "is there a way")
+            'howto', CASE WHEN pg_catalog.strpos(lq, 'how') = 0 AND pg_catalog.strpos(lq, 'need') = 0
+                AND pg_catalog.strpos(lq, 'have') = 0 AND pg_catalog.strpos(lq, 'what') = 0
+                AND pg_catalog.strpos(lq, 'which') = 0 AND pg_catalog.strpos(lq, 'is there a way') = 0 THEN false
+                ELSE p_question ~* ('\m(how (do|can|should|would|could|must|may) (i|we|you|one)|how to'
                 || '|(do|should|must|can|would) (i|we) (need|have) to|what (should|must|do|can) (i|we) (do|use|set|run)'
                 || '|(which|what) (\w+ )?(command|setting|parameter|option|function|tool|program|utility|configuration)s?'
                 || '|is there a way|(which|what) ways? (do|can|should|could|may) (i|we|you|one)'
-                || '|what (am|are) (i|we) (supposed|expected|meant) to do)\M'),
-            'why', p_question ~* '\mwhy\M',
+                || '|what (am|are) (i|we) (supposed|expected|meant) to do)\M') END,
+            'why', CASE WHEN pg_catalog.strpos(lq, 'why') = 0 THEN false ELSE p_question ~* '\mwhy\M' END,
             -- a how-do-I question's verb and its inflections (rag._question_action); NULL otherwise
             'action', pg_catalog.to_jsonb(rag._question_action(p_question)),
             -- asks for a number: how many / how much / how long / how often, a maximum, a minimum, a limit
-            'quantity', p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
+            -- (each alternative holds one of these words)
+            'quantity', CASE WHEN p_question IS NOT NULL AND NOT EXISTS (
+                    SELECT FROM pg_catalog.unnest('{how many,how much,how long,how often,how large,how big,how old,'
+                        'how far,how frequently,how soon,how fast,maximum,minimum,limit,at most,at least,largest,'
+                        'smallest,highest,lowest,longest,shortest}'::text []) AS w (w)
+                    WHERE pg_catalog.strpos(lq, w.w) > 0) THEN false
+                ELSE p_question ~* ('\mhow (many|much|long|often|large|big|old|far|frequently|soon|fast)\M'
                 || '|\m(maximum|minimum|limit|limits|at most|at least|largest|smallest|highest|lowest|longest|'
-                || 'shortest)\M'),
+                || 'shortest)\M') END,
             -- the condition the question sets ("... when one of the columns is NULL?", "if I strip ...", "Without
             -- WAL archiving, ..."): its content words, and whether it is an absence (no, none, not, without, off,
             -- empty, ...); NULL when the question sets none (a question word "When should I ...?" is not one)
@@ -115,7 +140,11 @@ BEGIN
                 -- of 32 compiled regular expressions (issue #10, session 14)
                 FROM (
                     SELECT ARRAY[r.a[1], pg_catalog.left(r.a[2], 200)] AS a
-                    FROM pg_catalog.regexp_match(p_question,
+                    -- (only a question holding if, when, unless or without; regexp_match of NULL is NULL, as for
+                    -- a question that sets no condition)
+                    FROM pg_catalog.regexp_match(CASE WHEN pg_catalog.strpos(lq, 'if') > 0
+                            OR pg_catalog.strpos(lq, 'when') > 0 OR pg_catalog.strpos(lq, 'unless') > 0
+                            OR pg_catalog.strpos(lq, 'without') > 0 THEN p_question END,
                         '\m(if|when|whenever|unless|without)\s+(?!(?:should|must|is|are|was|were|do|does|did|can|'
                         || 'could|would|will|to)\M)([^,;?]+)', 'i') AS r (a)
                 ) AS m
@@ -125,7 +154,8 @@ BEGIN
             'asks_for', (
                 SELECT CASE WHEN pg_catalog.cardinality(rag._content_terms(m.a[1])) BETWEEN 1 AND 3
                     THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
-                FROM pg_catalog.regexp_match(rag._question_head(p_question),
+                -- (only a question that begins with which or what)
+                FROM pg_catalog.regexp_match(CASE WHEN first4 IN ('whic', 'what') THEN rag._question_head(p_question) END,
                     '^(?:which|what)\s+(?!(?:does|do|did|is|are|was|were|can|could|should|would|will|must|has|have|'
                     || 'had|if|of|about|happens|kind|kinds|type|types|sort)\M)((?:[A-Za-z_][A-Za-z0-9_-]*\s+){0,2}?'
                     || '[A-Za-z_][A-Za-z0-9_-]*)\s+(?:does|do|did|is|are|was|were|can|could|should|would|will|must|has|'
@@ -139,7 +169,8 @@ BEGIN
                         <= 5
                     THEN pg_catalog.to_jsonb(rag._content_terms(m.a[1])) END
                 -- the question up to its first comma or question mark, at most 200 characters (rag._question_head)
-                FROM pg_catalog.regexp_match(rag._question_head(p_question),
+                -- (only a question that begins with what)
+                FROM pg_catalog.regexp_match(CASE WHEN first4 = 'what' THEN rag._question_head(p_question) END,
                     '^what(?:''s|\s+is|\s+are)\s+(?:an?\s+|the\s+)?([^,?]+?)(?:\s+used\s+for)?\s*(?:[,?].*)?$', 'i')
                     AS m (a)
             )

@@ -131,7 +131,14 @@ BEGIN
             -- and strpos, as ~ E'\n[ \t>]*\n' found them: one regular expression fewer per ask; #10, session 15)
             OR pg_catalog.strpos(pg_catalog.translate(pg_catalog.substr(y.content, y.prev_end + 1, y.s - y.prev_end),
                 E' \t>', ''), E'\n\n') > 0
-            OR pg_catalog.substr(y.content, y.s + 1, 8) ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)'
+            -- a line opening a block: a fence, a table row, a quoted line, a heading mark or a list item after blanks
+            -- and tabs (none of those begins with a blank or a tab, so the blanks and tabs are all of them: ltrim;
+            -- the list item by rag._span_kind's pattern, the same text, so one compiled pattern: was
+            -- ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)', one regular expression more per ask;
+            -- issue #10, session 17)
+            OR pg_catalog.left(pg_catalog.ltrim(pg_catalog.substr(y.content, y.s + 1, 8), E' \t'), 3) IN ('```', '~~~')
+            OR pg_catalog.left(pg_catalog.ltrim(pg_catalog.substr(y.content, y.s + 1, 8), E' \t'), 1) IN ('|', '>', '#')
+            OR pg_catalog.substr(y.content, y.s + 1, 8) ~ '^[ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+\S'
                 AS para_start,
             -- an echo of the question: three or more content words, three quarters of them the question's, counted
             -- in one pass over the words (they were read into an array, then counted in it and measured twice:
