@@ -138,6 +138,43 @@ def test_replay_is_identical_while_corpus_unchanged(conn, two_tenants):
     assert r == (False,)
 
 
+GERMAN = (
+    "# Größe einer Tabelle ändern\n\nMit ALTER TABLE ändert man die Größe und die Spalten einer Tabelle. "
+    "Die Größe einer Spalte ändert man mit ALTER COLUMN ... TYPE.\n\n# Übersicht über Indizes\n\n"
+    "Ein Index beschleunigt Abfragen. Größere Tabellen profitieren mehr von einem Index als kleine Tabellen."
+    "\n\n# Schlüssel und Fremdschlüssel\n\nEin Fremdschlüssel verweist auf den Primärschlüssel einer "
+    "anderen Tabelle. Änderungen werden geprüft.\n"
+)
+
+
+def test_replay_of_a_question_with_non_ascii_letters_is_identical(conn):
+    """rag.replay answers the logged question in the collation rag.ask answered it in ("C", which its `name`
+    argument gives every text argument), not in the log column's: in the database's collation regular
+    expressions and lower() read "ö" or "Ü" as letters, and a German question that rag.ask abstained on was
+    answered by its replay."""
+    role = "de_reader_" + uuid.uuid4().hex[:6]
+    conn.execute("SELECT rag.create_tenant('de_replay', 'german')")
+    conn.execute("SELECT * FROM rag.ingest('de_replay', 'tabelle.md', %s)", (GERMAN,))
+    conn.execute(f"CREATE ROLE {role} IN ROLE pgcite_reader")
+    conn.execute("SELECT rag.grant_tenant('de_replay', %s)", (role,))
+    as_role(conn, role)
+    questions = (
+        "Wie ändere ich die Größe einer Tabelle?",
+        "Wie ändert man die Grösse einer Spalte?",
+        "Was ist ein Fremdschlüssel?",
+        "ÄNDERN der GRÖSSE einer Tabelle mit ALTER TABLE",
+        "Was prüft ein Fremdschlüsel bei Änderungen?",
+    )
+    for q in questions:
+        ask_id = conn.execute("SELECT ask_id FROM rag.ask(%s, 'de_replay')", (q,)).fetchone()[0]
+        r = conn.execute(
+            "SELECT identical, status_then, status_now, fingerprint_then = fingerprint_now, "
+            "citations_identical FROM rag.replay(%s)",
+            (ask_id,),
+        ).fetchone()
+        assert r[0] and r[1] == r[2] and r[3] and r[4], (q, r)
+
+
 def test_reader_cannot_ingest(conn):
     sfx = uuid.uuid4().hex[:6]
     role = f"reader_{sfx}"

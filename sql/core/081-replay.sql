@@ -103,7 +103,12 @@ BEGIN
         status_now := l.status;
         citations_identical := true;
     ELSE
-        SELECT * INTO r FROM rag._answer(l.question, rag._correct_question(l.tenant, l.question, params), l.tenant,
+        -- in collation "C", as rag.ask ran it: its entry point's `name` argument (current_user) collates every
+        -- text argument "C", while the log's columns are in the database's collation, in which regular
+        -- expressions and lower() read non-ASCII letters as letters (a German question asked and abstained was
+        -- answered by its replay; session 17)
+        SELECT * INTO r FROM rag._answer(l.question COLLATE "C",
+            rag._correct_question(l.tenant COLLATE "C", l.question COLLATE "C", params), l.tenant COLLATE "C",
             l.k, l.query_embedding, l.options - 'generator', params);
         fingerprint_now := r.evidence ->> 'fingerprint';
         chunks_now := r.chunk_ids;
