@@ -372,7 +372,8 @@ COMMENT ON FUNCTION rag._index_is_dense(regclass) IS
 -- - vector: HNSW through the tenant's own partial index when it has one (rag._index_tenants); else exact up to
 --   exact_search_limit live chunks and the table's HNSW index above, with pgvector's iterative scan,
 --   rag._ann_fetch candidates (ef_search / 2; 1.5 x ef_search above 100,000 chunks with an own index)
---   re-scored exactly, together with the other legs' chunks (a graph can miss what the question's words find). The choice reads only the tenant's own size: another tenant's ingest never switches it
+--   re-scored exactly, together with the other legs' chunks (a graph can miss what the question's words find).
+--   The choice reads only the tenant's own size: another tenant's ingest never switches it
 --   (a filtered scan of the table's graph visits about p_depth * 4 / share rows, so a large tenant with a small
 --   share of the table wants its own index).
 -- - full text: the tenant's chunks matching the question's rarest lexemes (ascending document frequency,
