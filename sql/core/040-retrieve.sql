@@ -416,8 +416,9 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
     t rag.tenant := rag._require_tenant(p_tenant);
-    -- Callers pass the tenant with collation "C" (a function call with a `name` argument such as current_user
-    -- collates all its text arguments "C"), and an index on a text column (default collation) can serve only
+    -- A caller may pass the tenant with collation "C" (a function call with a `name` argument such as
+    -- current_user collates all its text arguments "C"; the entry points give the question the database's
+    -- collation since 0.9.0's session 17), and an index on a text column (default collation) can serve only
     -- comparisons in its own collation: without this every tenant filter below would scan the whole table.
     v_tenant text COLLATE "default" := p_tenant;
     corrected text := p_corrected;
@@ -461,9 +462,10 @@ DECLARE
     all_keys text [];
     all_idx integer [];
     all_raw float8 [];
-    -- '' in the call's collation (a PL/pgSQL variable takes it: "C" from the entry points, which pass
-    -- current_user): exact search orders its doc_keys in it, as the ANN rows' keys (read into ann_keys) are
-    -- and as before 0.8.0 (the exact and ANN rows were one UNION ALL of the column and ann_keys)
+    -- '' in the call's collation (a PL/pgSQL variable takes it: the database's from the entry points since
+    -- 0.9.0's session 17, "C" before, when they passed current_user with the question): exact search orders its
+    -- doc_keys in it, as the ANN rows' keys (read into ann_keys) are and as before 0.8.0 (the exact and ANN rows
+    -- were one UNION ALL of the column and ann_keys)
     call_collation text := '';
     kept text [];
     rarest text;
@@ -1043,7 +1045,11 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT * FROM rag._retrieve(current_user, retrieve.question, retrieve.tenant, retrieve.k, retrieve.query_embedding)
+    -- the question in the database's collation (current_user, a `name`, would make every text argument "C", in
+    -- which regular expressions and lower() read only ASCII letters as letters: 0.9.0, session 17)
+    SELECT * FROM rag._retrieve(
+        current_user, retrieve.question COLLATE "default", retrieve.tenant, retrieve.k, retrieve.query_embedding
+    )
 $fn$;
 COMMENT ON FUNCTION rag.retrieve(text, text, integer, public.vector) IS
 'The k best chunks of a tenant for a question: vector (HNSW or exact), full-text and trigram legs fused by '

@@ -188,7 +188,7 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT rag._correct_question_for(current_user, correct_question.question, correct_question.tenant)
+    SELECT rag._correct_question_for(current_user, correct_question.question COLLATE "default", correct_question.tenant)
 $fn$;
 COMMENT ON FUNCTION rag.correct_question(text, text) IS
 'The question as retrieval reads it: lower case, with words the tenant''s corpus does not know replaced by the '

@@ -110,8 +110,9 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
     -- PL/pgSQL: a sql function with SET is planned again on every call
-    RETURN QUERY SELECT * FROM rag._ask(current_user, ask.question, ask.tenant, ask.k, ask.query_embedding,
-        ask.options);
+    -- the question in the database's collation (as rag.retrieve passes it)
+    RETURN QUERY SELECT * FROM rag._ask(current_user, ask.question COLLATE "default", ask.tenant, ask.k,
+        ask.query_embedding, ask.options);
 END
 $fn$;
 COMMENT ON FUNCTION rag.ask(text, text, integer, public.vector, jsonb) IS

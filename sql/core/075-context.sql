@@ -88,8 +88,8 @@ LANGUAGE sql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT * FROM rag._context(current_user, context.question, context.tenant, context.k, context.query_embedding,
-        context.options)
+    SELECT * FROM rag._context(current_user, context.question COLLATE "default", context.tenant, context.k,
+        context.query_embedding, context.options)
 $fn$;
 COMMENT ON FUNCTION rag.context(text, text, integer, public.vector, jsonb) IS
 'Retrieval and the gate of rag.ask, for your own generator: status ready with the numbered sources [{n, '

@@ -103,13 +103,11 @@ BEGIN
         status_now := l.status;
         citations_identical := true;
     ELSE
-        -- in collation "C", as rag.ask ran it: its entry point's `name` argument (current_user) collates every
-        -- text argument "C", while the log's columns are in the database's collation, in which regular
-        -- expressions and lower() read non-ASCII letters as letters (a German question asked and abstained was
-        -- answered by its replay; session 17)
-        SELECT * INTO r FROM rag._answer(l.question COLLATE "C",
-            rag._correct_question(l.tenant COLLATE "C", l.question COLLATE "C", params), l.tenant COLLATE "C",
-            l.k, l.query_embedding, l.options - 'generator', params);
+        -- in the database's collation, as rag.ask answers (the log's columns are in it; until 0.9.0's session 17
+        -- rag.ask ran in "C", which its entry point's `name` argument gave every text argument)
+        SELECT * INTO r FROM rag._answer(l.question COLLATE "default",
+            rag._correct_question(l.tenant COLLATE "default", l.question COLLATE "default", params),
+            l.tenant COLLATE "default", l.k, l.query_embedding, l.options - 'generator', params);
         fingerprint_now := r.evidence ->> 'fingerprint';
         chunks_now := r.chunk_ids;
         status_now := r.status;

@@ -56,7 +56,8 @@ LANGUAGE sql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT * FROM rag._explain(current_user, explain.question, explain.tenant, explain.k, explain.query_embedding)
+    SELECT * FROM rag._explain(current_user, explain.question COLLATE "default", explain.tenant, explain.k,
+        explain.query_embedding)
 $fn$;
 COMMENT ON FUNCTION rag.explain(text, text, integer, public.vector) IS
 'Every candidate of every retrieval leg with its rank and score per leg, the fused order, whether it was cited '

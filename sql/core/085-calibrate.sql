@@ -393,7 +393,8 @@ LANGUAGE sql
 VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT * FROM rag._calibrate(current_user, calibrate.tenant, calibrate.questions, calibrate.false_answer_cost)
+    SELECT * FROM rag._calibrate(current_user, calibrate.tenant COLLATE "default", calibrate.questions,
+        calibrate.false_answer_cost)
 $fn$;
 COMMENT ON FUNCTION rag.calibrate(text, jsonb, float8) IS
 'Runs labelled questions [{id, question, expect, kind, query_embedding (optional: 384 numbers, else embedded '
