@@ -64,7 +64,7 @@ def probe_source(src: str) -> str:
         (generic + "        -- the question's lexemes the tenant has", "fts_candidates"),
         ("    -- title leg: each distinct title", "fts_score"),
         (generic + "        -- their chunks", "title_scores"),
-        ("    -- vector leg: the nearest p_depth", "title_chunks"),
+        ("    -- Every leg's chunks with their tie-break keys", "title_chunks"),
         ("    -- fused: the legs' arrays", "vector_leg"),
     ):
         if marker not in f:

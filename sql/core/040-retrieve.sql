@@ -735,9 +735,8 @@ BEGIN
         ) AS g;
     END IF;
 
-    -- vector leg: the nearest p_depth by exact distance (a top-N sort over floats), rounded only then. With it,
-    -- every leg's chunks with their tie-break keys and exact distances (all_*), which the fused query reads: the
-    -- ANN's rows from its scan, the exact search's from theirs, the other legs' by primary key.
+    -- Every leg's chunks with their tie-break keys and exact distances (all_*): the ANN's rows from its scan, or
+    -- exact search's nearest p_depth from theirs, then the other legs' chunks not among them by primary key.
     IF ann_ids IS NOT NULL THEN
         all_ids := ann_ids;
         all_keys := ann_keys;
@@ -746,28 +745,26 @@ BEGIN
     ELSE
         -- exact search of the tenant's live chunks (no ANN index, or it delivered too few rows): the distances
         -- are computed in a subquery (OFFSET 0), so no plan can read them in the order of an HNSW index
-        SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
-            pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
-            pg_catalog.array_agg(w.doc_key ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
-            pg_catalog.array_agg(w.chunk_index ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
-            pg_catalog.array_agg(w.raw ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
-        INTO vec_ids, vec_d, all_keys, all_idx, all_raw
+        SELECT coalesce(
+            pg_catalog.array_agg(e.chunk_id ORDER BY e.raw, e.doc_key, e.chunk_index, e.chunk_id), '{}'),
+            pg_catalog.array_agg(e.doc_key ORDER BY e.raw, e.doc_key, e.chunk_index, e.chunk_id),
+            pg_catalog.array_agg(e.chunk_index ORDER BY e.raw, e.doc_key, e.chunk_index, e.chunk_id),
+            pg_catalog.array_agg(e.raw ORDER BY e.raw, e.doc_key, e.chunk_index, e.chunk_id)
+        INTO all_ids, all_keys, all_idx, all_raw
         FROM (
-            SELECT e.chunk_id, e.doc_key, e.chunk_index, e.raw, round(e.raw::numeric, 6)::float8 AS d
+            SELECT d.chunk_id, d.doc_key, d.chunk_index, d.raw
             FROM (
                 SELECT c.chunk_id, c.doc_key || call_collation AS doc_key, c.chunk_index,
                     c.embedding OPERATOR(public.<=>) p_qemb AS raw
                 FROM rag.chunk AS c
                 WHERE c.retired_at IS NULL AND c.tenant = v_tenant
                 OFFSET 0
-            ) AS e
-            ORDER BY e.raw, e.doc_key, e.chunk_index, e.chunk_id
+            ) AS d
+            ORDER BY d.raw, d.doc_key, d.chunk_index, d.chunk_id
             LIMIT p_depth
-        ) AS w;
-        all_ids := coalesce(vec_ids, '{}');
+        ) AS e;
     END IF;
-    -- the other legs' chunks not among them, read by primary key (LATERAL ... OFFSET 0, which no plan can turn
-    -- into a scan of the tenant)
+    -- (LATERAL ... OFFSET 0, which no plan can turn into a scan of the tenant)
     SELECT all_ids || coalesce(pg_catalog.array_agg(k.chunk_id ORDER BY k.chunk_id), '{}'),
         all_keys || coalesce(pg_catalog.array_agg(k.doc_key ORDER BY k.chunk_id), '{}'),
         all_idx || coalesce(pg_catalog.array_agg(k.chunk_index ORDER BY k.chunk_id), '{}'),
@@ -784,26 +781,24 @@ BEGIN
         WHERE c.chunk_id = x.id
         OFFSET 0
     ) AS k;
-    IF ann_ids IS NOT NULL THEN
-        -- The index's candidates and the other legs' chunks it did not return, by exact distance: a graph can
-        -- miss a region that the question's words find (0.9.0, session 17: a question far from every chunk of
-        -- a 350,000-chunk tenant had 9 of its 10 nearest out of the graph's reach at any ef_search, 3 of them
-        -- among the full-text leg's best), and a chunk nearer than the index's p_depth-th is one of the
-        -- tenant's nearest whichever leg found it. (Exact search above has every chunk: for it nothing
-        -- would change.)
-        SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
-            pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
-        INTO vec_ids, vec_d
-        FROM (
-            SELECT a.chunk_id, a.doc_key, a.chunk_index, round(a.raw::numeric, 6)::float8 AS d
-            FROM ROWS FROM (
-                pg_catalog.unnest(all_ids), pg_catalog.unnest(all_keys), pg_catalog.unnest(all_idx),
-                pg_catalog.unnest(all_raw)
-            ) AS a (chunk_id, doc_key, chunk_index, raw)
-            ORDER BY a.raw, a.doc_key, a.chunk_index, a.chunk_id
-            LIMIT p_depth
-        ) AS w;
-    END IF;
+    -- vector leg: the nearest p_depth of them by exact distance (a top-N sort over floats), rounded only then.
+    -- Through an index that is its candidates and the other legs' chunks it did not return: a graph can miss a
+    -- region that the question's words find (0.9.0, session 17: a question far from every chunk of a
+    -- 350,000-chunk tenant had 9 of its 10 nearest out of the graph's reach at any ef_search, 3 of them among the
+    -- full-text leg's best), and a chunk nearer than the index's p_depth-th is one of the tenant's nearest
+    -- whichever leg found it. After exact search the other legs' chunks all come after its p_depth: the same rows.
+    SELECT pg_catalog.array_agg(w.chunk_id ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id),
+        pg_catalog.array_agg(w.d ORDER BY w.d, w.doc_key, w.chunk_index, w.chunk_id)
+    INTO vec_ids, vec_d
+    FROM (
+        SELECT a.chunk_id, a.doc_key, a.chunk_index, round(a.raw::numeric, 6)::float8 AS d
+        FROM ROWS FROM (
+            pg_catalog.unnest(all_ids), pg_catalog.unnest(all_keys), pg_catalog.unnest(all_idx),
+            pg_catalog.unnest(all_raw)
+        ) AS a (chunk_id, doc_key, chunk_index, raw)
+        ORDER BY a.raw, a.doc_key, a.chunk_index, a.chunk_id
+        LIMIT p_depth
+    ) AS w;
 
     -- fused: the legs' arrays (rank = position) and each chunk's keys and distance from all_* (doc_key ordered
     -- in the column's collation, as when they were read here by primary key), planned generic
