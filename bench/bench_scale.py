@@ -323,6 +323,22 @@ def run_pgbench(dbname: str, clients: int, duration: int, warmup: int) -> dict:
     return figures
 
 
+def torch_threads_set(dbname: str) -> str | None:
+    """The database's setting torch_threads as set (NULL when it is the default)."""
+    with corpus.connect(dbname) as conn:
+        return conn.execute(
+            "SELECT CASE WHEN source = 'default' THEN NULL ELSE value END FROM rag.settings "
+            "WHERE name = 'torch_threads'"
+        ).fetchone()[0]
+
+
+def set_torch_threads(dbname: str, value: str | None) -> None:
+    """The backends' embedding threads (an admin setting a backend reads when it loads the model); NULL: the
+    default again."""
+    with corpus.connect(dbname) as conn:
+        conn.execute("SELECT rag.set_config('torch_threads', %s)", (value,))
+
+
 # ---------------------------------------------------------------------------------------------- report
 def ratio(a: dict, b: dict, key: str) -> str:
     if not a.get(key) or not b.get(key):
@@ -440,23 +456,17 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     threads = env_int("TORCH_THREADS", 0)
     result["torch_threads"] = threads or 1
-    with corpus.connect(dbname) as conn:
-        before = conn.execute(
-            "SELECT CASE WHEN source = 'default' THEN NULL ELSE value END FROM rag.settings "
-            "WHERE name = 'torch_threads'"
-        ).fetchone()
-        if threads:
-            # the backends' embedding threads (an admin setting, read when a backend loads the model) and
-            # the peer's, for this run only
-            conn.execute("SELECT rag.set_config('torch_threads', %s)", (str(threads),))
+    before = torch_threads_set(dbname)
+    if threads:
+        # the backends' embedding threads and the peer's, for this run only
+        set_torch_threads(dbname, str(threads))
     try:
         result["latency"] = run_latency(dbname, seed, peer_table, threads or 1)
         out.write_text(json.dumps(result, indent=2))  # kept if pgbench fails
         result["pgbench"] = run_pgbench(dbname, clients, duration, warmup) if duration > 0 else None
     finally:
         if threads:
-            with corpus.connect(dbname) as conn:
-                conn.execute("SELECT rag.set_config('torch_threads', %s)", (before[0] if before else None,))
+            set_torch_threads(dbname, before)
     out.write_text(json.dumps(result, indent=2))
     print(report(result))
 

@@ -36,11 +36,6 @@ import bench_scale  # noqa: E402
 import corpus  # noqa: E402
 
 
-def set_threads(dbname: str, value: str | None) -> None:
-    with corpus.connect(dbname) as conn:
-        conn.execute("SELECT rag.set_config('torch_threads', %s)", (value,))
-
-
 def pct(v: list[float], p: float) -> float:
     s = sorted(v)
     return round(s[min(len(s) - 1, int(len(s) * p))], 2)
@@ -57,11 +52,8 @@ def main() -> None:
     args = ap.parse_args()
     dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
     counts = [int(x) for x in args.threads.split(",")]
+    before = bench_scale.torch_threads_set(dbname)
     with corpus.connect(dbname) as conn:
-        before = conn.execute(
-            "SELECT CASE WHEN source = 'default' THEN NULL ELSE value END FROM rag.settings "
-            "WHERE name = 'torch_threads'"
-        ).fetchone()[0]
         qs = conn.execute(
             "SELECT tenant, question FROM (SELECT *, row_number() OVER (PARTITION BY class ORDER BY id) AS n "
             "FROM pgcite_bench.question) AS q WHERE n <= %s ORDER BY id",
@@ -71,7 +63,7 @@ def main() -> None:
     conns: dict[int, psycopg.Connection] = {}
     try:
         for n in counts:
-            set_threads(dbname, str(n))
+            bench_scale.set_torch_threads(dbname, str(n))
             c = psycopg.connect(reader_dsn, autocommit=True)
             for t, q in qs[:5]:
                 c.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()
@@ -103,7 +95,7 @@ def main() -> None:
         print(f"{args.clients} clients (pgbench, rag.ask embedding in the database), counts alternating:")
         for r in range(args.rounds):
             for n in counts if r % 2 == 0 else counts[::-1]:
-                set_threads(dbname, str(n))
+                bench_scale.set_torch_threads(dbname, str(n))
                 b = bench_scale.run_pgbench(dbname, args.clients, args.duration, args.warmup)
                 q = b["window_latency_ms"]
                 print(
@@ -115,7 +107,7 @@ def main() -> None:
     finally:
         for c in conns.values():
             c.close()
-        set_threads(dbname, before)
+        bench_scale.set_torch_threads(dbname, before)
 
 
 if __name__ == "__main__":
