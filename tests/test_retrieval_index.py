@@ -675,8 +675,8 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
     config = dict(
         s.split("=", 1)
         for s in conn.execute(
-            "SELECT proconfig FROM pg_proc WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb)'"
-            "::regprocedure"
+            "SELECT proconfig FROM pg_proc"
+            " WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb, text)'::regprocedure"
         ).fetchone()[0]
     )
     assert config["hnsw.iterative_scan"] == "relaxed_order"
@@ -686,9 +686,9 @@ def test_ann_search_depth_goes_past_ef_search_for_the_largest_tenants_and_is_the
         assert (fetch > ef) == (n > 100000), (n, d)
     body = conn.execute(
         "SELECT prosrc FROM pg_proc "
-        "WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb)'::regprocedure"
+        "WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb, text)'::regprocedure"
     ).fetchone()[0]
-    assert "USING p_qemb, rag._ann_rows(n_active, ef, own_ann)" in body
+    assert "USING qemb, rag._ann_rows(n_active, ef, own_ann)" in body
     assert "ef := rag._ann_search(n_active, p_depth, own_dense, tuned_ef)" in body
     assert "own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index))" in body
 
@@ -763,7 +763,7 @@ def test_own_graphs_search_is_measured_on_it_and_read_back_while_it_is_that_grap
     assert got[:3] == (300, 200, 1000) and got[3] == got[4]
     body = conn.execute(
         "SELECT prosrc FROM pg_proc "
-        "WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb)'::regprocedure"
+        "WHERE oid = 'rag._candidates(text, text, vector, integer, jsonb, text)'::regprocedure"
     ).fetchone()[0]
     assert "tuned_ef := rag._tuned_ef(v_tenant, own_index)" in body
     assert "ef := rag._ann_search(n_active, p_depth, own_dense, tuned_ef)" in body

@@ -122,11 +122,21 @@ class OnnxModel:
         import numpy as np
 
         out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for idx, feed in self.batches(texts, batch_size):
+            out[idx] = self.run(feed)
+        return out
+
+    def batches(self, texts: Sequence[str], batch_size: int = BATCH_SIZE):
+        """The inputs of each onnxruntime run for texts: [(positions in texts, feed)], tokenized here (the
+        caller's thread) so that a run needs nothing but its feed (background.py runs it on another)."""
+        import numpy as np
+
         if not texts:
-            return out
+            return []
         encodings = self.tokenizer.encode_batch(list(texts))
         # longest first (as sentence-transformers does), so each batch pads to a similar length
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        out = []
         start = 0
         while start < len(order):
             width = len(encodings[order[start]].ids)
@@ -145,9 +155,14 @@ class OnnxModel:
                 mask[row, :n] = e.attention_mask
                 types[row, :n] = e.type_ids
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.input_names})[0]
-            out[idx] = pool_and_normalise(hidden, mask)
+            out.append((idx, feed))
         return out
+
+    def run(self, feed):
+        """Unit vectors of one batch of batches(): the transformer, then pooling under the attention mask."""
+        inputs = {k: v for k, v in feed.items() if k in self.input_names}
+        hidden = self.session.run(None, inputs)[0]
+        return pool_and_normalise(hidden, feed["attention_mask"])
 
 
 def pool_and_normalise(hidden, mask):

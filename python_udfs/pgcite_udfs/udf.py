@@ -102,6 +102,42 @@ def embed_texts(plpy, GD, texts) -> list[str]:
     return [None if t is None else embed.to_vector_literal(next(vecs)) for t in texts]
 
 
+# A text longer than this is embedded the ordinary way (rag.ask's questions have at most 4,000 characters).
+BACKGROUND_MAX_BYTES = 64 * 1024
+
+
+def embed_begin(plpy, GD, text: str) -> bool:
+    """rag._embed_begin: starts embedding `text` on the backend's worker thread (background.py) and returns
+    true, or false where the model cannot run there (the torch fallback, a text of over BACKGROUND_MAX_BYTES):
+    rag._embed_end then embeds it the ordinary way."""
+    if text is None or len(text) > BACKGROUND_MAX_BYTES or len(text.encode("utf-8")) > BACKGROUND_MAX_BYTES:
+        return False
+    m = model(plpy, GD)
+    if not isinstance(m, embed.OnnxModel):
+        return False
+    bg = GD.get("background")
+    if bg is None or bg.model is not m:
+        from .background import Background
+
+        bg = GD["background"] = Background(m)
+    bg.begin(text)
+    return True
+
+
+def embed_end(plpy, GD, text: str) -> str:
+    """rag._embed_end: the embedding of `text` (pgvector literal): the worker's, if the latest job begun was
+    of this text (waiting for it), else computed here as rag.embed does."""
+    bg = GD.get("background")
+    if bg is not None and bg.result(text) is not None:
+        job = bg.latest(text)
+        if job is not None:
+            if job.literal is None:
+                job.literal = embed.to_vector_literal(job.vector)
+                GD["embedded_texts"] = GD.get("embedded_texts", 0) + 1
+            return job.literal
+    return embed_texts(plpy, GD, [text])[0]
+
+
 def _token_counter(GD):
     counter = GD.get("token_counter")
     if counter is None:

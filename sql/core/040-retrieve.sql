@@ -57,6 +57,11 @@ BEGIN
         END IF;
         RETURN query_embedding;
     END IF;
+    IF pg_catalog.to_regprocedure('rag._embed_end(text)') IS NOT NULL THEN
+        -- the worker's vector when rag._prepare_question began this text in the background, else embedded now
+        EXECUTE 'SELECT rag._embed_end($1)' INTO v USING rag._embedding_text(question, corrected);
+        RETURN v;
+    END IF;
     IF pg_catalog.to_regprocedure('rag.embed(text)') IS NULL THEN
         RAISE EXCEPTION USING
             ERRCODE = 'object_not_in_prerequisite_state',
@@ -68,8 +73,8 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._query_embedding(text, text, public.vector) IS
-'Internal: checks a supplied query embedding (22023 unless 384 finite dims, not all zero) or embeds the '
-'question once.';
+'Internal (pgcite_owner only): checks a supplied query embedding (22023 unless 384 finite dims, not all zero) '
+'or embeds the question once (the background job rag._prepare_question began, when there is one).';
 
 -- The text embedded for a question: the corrected question if a word was corrected, else the question.
 CREATE OR REPLACE FUNCTION rag._embedding_text(p_question text, p_corrected text)
@@ -165,6 +170,10 @@ COMMENT ON FUNCTION rag._fts_query(regconfig, text) IS
 
 -- What every entry point does first: check k and the question's length, check the tenant (42704/42501),
 -- correct the question's spelling and embed it once. has_question is false for an empty question.
+-- With pgcite_python (ONNX model) the question is embedded in the background: its embedding begins on the
+-- backend's worker thread before the spelling correction (again after it, in the rare case a word was
+-- corrected) and qemb is NULL: the first statement that reads the vector (rag._candidates' vector leg, after
+-- the full-text and title legs) ends it through rag._query_embedding (docs/BENCHMARKS.md, session 18).
 CREATE OR REPLACE FUNCTION rag._prepare_question(
     question text, tenant text, k integer, query_embedding public.vector, params jsonb,
     OUT has_question boolean, OUT corrected text, OUT qemb public.vector
@@ -173,17 +182,32 @@ LANGUAGE plpgsql
 STABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
+DECLARE
+    begun boolean := false;
+    embedded text;
 BEGIN
     has_question := rag._check_question(question, k);
     PERFORM rag._require_tenant(tenant);
     IF has_question THEN
+        IF query_embedding IS NULL AND pg_catalog.to_regprocedure('rag._embed_begin(text)') IS NOT NULL THEN
+            EXECUTE 'SELECT rag._embed_begin($1)' INTO begun USING question;
+        END IF;
         corrected := rag._correct_question(tenant, question, params);
-        qemb := rag._query_embedding(question, corrected, query_embedding);
+        IF begun THEN
+            embedded := rag._embedding_text(question, corrected);
+            IF embedded IS DISTINCT FROM question THEN
+                EXECUTE 'SELECT rag._embed_begin($1)' INTO begun USING embedded;
+            END IF;
+        END IF;
+        IF NOT coalesce(begun, false) THEN
+            qemb := rag._query_embedding(question, corrected, query_embedding);
+        END IF;
     END IF;
 END
 $fn$;
 COMMENT ON FUNCTION rag._prepare_question(text, text, integer, public.vector, jsonb) IS
-'Internal: validates k, question and tenant, then corrects and embeds the question once.';
+'Internal: validates k, question and tenant, then corrects and embeds the question once (qemb NULL: its '
+'embedding was begun in the background, rag._query_embedding ends it).';
 
 -- The live chunks of a tenant: one row of rag.tenant_stat, kept by triggers on rag.chunk.
 CREATE OR REPLACE FUNCTION rag._live_chunks(p_tenant text)
@@ -386,7 +410,8 @@ COMMENT ON FUNCTION rag._index_is_dense(regclass) IS
 --   partial GIN index, else the table-wide one; a tenant of at most 2,000 chunks reads its titles by primary
 --   key), each scored once by word_similarity.
 CREATE OR REPLACE FUNCTION rag._candidates(
-    p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer, p_params jsonb
+    p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer, p_params jsonb,
+    p_question text DEFAULT NULL
 )
 RETURNS TABLE (
     fused_rank integer, chunk_id bigint, doc_key text, chunk_index integer,
@@ -422,6 +447,9 @@ DECLARE
     -- comparisons in its own collation: without this every tenant filter below would scan the whole table.
     v_tenant text COLLATE "default" := p_tenant;
     corrected text := p_corrected;
+    -- the question's embedding: p_qemb, or (NULL) the one rag._prepare_question began in the background for
+    -- p_question, ended by the vector leg once the other legs have run
+    qemb public.vector := p_qemb;
     q tsquery := rag._fts_query(t.ts_config, corrected);
     lexemes text [] := pg_catalog.tsvector_to_array(pg_catalog.to_tsvector(t.ts_config, corrected));
     -- the title leg reads the question's first 500 characters (rag._title_question: its cost per title grows
@@ -501,48 +529,6 @@ BEGIN
     -- each call, as are EXECUTE's statements (the ANN query, the own full-text index), which name the tenant.
     prev_mode := pg_catalog.current_setting('plan_cache_mode');
     PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
-    IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
-        use_ann := true;
-        own_ann := true;
-    ELSE
-        -- decided by this tenant's own size alone: a rule reading the table's size would let another tenant's
-        -- ingest switch this tenant between exact and approximate search (and make rag.replay disagree)
-        use_ann := n_active > exact_limit;
-    END IF;
-    IF use_ann THEN
-        -- HNSW with pgvector's iterative scan, so the tenant filter never starves the result; over-fetch,
-        -- then every candidate is re-scored exactly below. The tenant is a literal, so the planner can
-        -- prove the predicate of the tenant's own partial index.
-        -- ef_search and over-fetch measured at 1M chunks (docs/BENCHMARKS.md, 0.5.0): with 200 / 160 the
-        -- vector leg's recall@10 was 0.942 for a 350,000-chunk tenant, one question 0.0 (its near-copies
-        -- form clusters the greedy search misses); 800 / 400 gave 1.000, and 400 / 200 1.000 at 10,000
-        -- A tenant of over 100,000 chunks with its own index fetches 1.5 x ef rows: past the first ef the
-        -- iterative scan goes on searching the graph, which reaches clusters of near-copies the first pass
-        -- missed (0.9.0, 1M chunks: recall@10 0.977 -> 0.990 for a 350,000-chunk tenant; no ef_search up to
-        -- pgvector's 1,000 alone got there, docs/BENCHMARKS.md). Every value is the function's own (SET above,
-        -- set_config local to the call): no session setting of the caller changes how far the scan goes.
-        PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
-        IF own_ann THEN
-            own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index));
-            -- the search measured on this graph (rag._tune_ann), if it was
-            tuned_ef := rag._tuned_ef(v_tenant, own_index);
-        END IF;
-        ef := rag._ann_search(n_active, p_depth, own_dense, tuned_ef);
-        PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
-        -- each row's exact distance and tie-break keys come from the heap tuple the scan fetches anyway, so
-        -- the re-score needs no second lookup of the fetched rows by primary key (docs/BENCHMARKS.md, 0.7.0)
-        EXECUTE pg_catalog.format(
-            'SELECT pg_catalog.array_agg(a.chunk_id), pg_catalog.array_agg(a.doc_key),'
-            ' pg_catalog.array_agg(a.chunk_index), pg_catalog.array_agg(a.raw) FROM ('
-            ' SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) $1 AS raw'
-            ' FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
-            ' ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2) AS a', p_tenant)
-        INTO ann_ids, ann_keys, ann_idx, ann_raw USING p_qemb, rag._ann_rows(n_active, ef, own_ann);
-        IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
-            ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
-        END IF;
-    END IF;
-
     -- full text: which lexemes choose the candidates (a negated query keeps its own AND semantics)
     IF q IS NOT NULL AND pg_catalog.strpos(q::text, '!') = 0 THEN
         SELECT pg_catalog.array_agg(y.lexeme ORDER BY y.lexeme) FILTER (WHERE y.run <= fts_budget),
@@ -735,6 +721,58 @@ BEGIN
         ) AS g;
     END IF;
 
+    -- vector leg (after the others: with pgcite_python the question's embedding was begun in the background,
+    -- and the full-text and title legs ran while the worker thread computed it)
+    IF qemb IS NULL THEN
+        IF p_question IS NULL THEN
+            RAISE EXCEPTION USING
+                ERRCODE = 'invalid_parameter_value',
+                MESSAGE = 'rag._candidates needs the question''s embedding or the question';
+        END IF;
+        qemb := rag._query_embedding(p_question, corrected, NULL);
+    END IF;
+    IF pg_catalog.to_regclass('rag.' || own_index) IS NOT NULL THEN
+        use_ann := true;
+        own_ann := true;
+    ELSE
+        -- decided by this tenant's own size alone: a rule reading the table's size would let another tenant's
+        -- ingest switch this tenant between exact and approximate search (and make rag.replay disagree)
+        use_ann := n_active > exact_limit;
+    END IF;
+    IF use_ann THEN
+        -- HNSW with pgvector's iterative scan, so the tenant filter never starves the result; over-fetch,
+        -- then every candidate is re-scored exactly below. The tenant is a literal, so the planner can
+        -- prove the predicate of the tenant's own partial index.
+        -- ef_search and over-fetch measured at 1M chunks (docs/BENCHMARKS.md, 0.5.0): with 200 / 160 the
+        -- vector leg's recall@10 was 0.942 for a 350,000-chunk tenant, one question 0.0 (its near-copies
+        -- form clusters the greedy search misses); 800 / 400 gave 1.000, and 400 / 200 1.000 at 10,000
+        -- A tenant of over 100,000 chunks with its own index fetches 1.5 x ef rows: past the first ef the
+        -- iterative scan goes on searching the graph, which reaches clusters of near-copies the first pass
+        -- missed (0.9.0, 1M chunks: recall@10 0.977 -> 0.990 for a 350,000-chunk tenant; no ef_search up to
+        -- pgvector's 1,000 alone got there, docs/BENCHMARKS.md). Every value is the function's own (SET above,
+        -- set_config local to the call): no session setting of the caller changes how far the scan goes.
+        PERFORM pg_catalog.set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        IF own_ann THEN
+            own_dense := rag._index_is_dense(pg_catalog.to_regclass('rag.' || own_index));
+            -- the search measured on this graph (rag._tune_ann), if it was
+            tuned_ef := rag._tuned_ef(v_tenant, own_index);
+        END IF;
+        ef := rag._ann_search(n_active, p_depth, own_dense, tuned_ef);
+        PERFORM pg_catalog.set_config('hnsw.ef_search', ef::text, true);
+        -- each row's exact distance and tie-break keys come from the heap tuple the scan fetches anyway, so
+        -- the re-score needs no second lookup of the fetched rows by primary key (docs/BENCHMARKS.md, 0.7.0)
+        EXECUTE pg_catalog.format(
+            'SELECT pg_catalog.array_agg(a.chunk_id), pg_catalog.array_agg(a.doc_key),'
+            ' pg_catalog.array_agg(a.chunk_index), pg_catalog.array_agg(a.raw) FROM ('
+            ' SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) $1 AS raw'
+            ' FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
+            ' ORDER BY c.embedding OPERATOR(public.<=>) $1 LIMIT $2) AS a', p_tenant)
+        INTO ann_ids, ann_keys, ann_idx, ann_raw USING qemb, rag._ann_rows(n_active, ef, own_ann);
+        IF coalesce(pg_catalog.cardinality(ann_ids), 0) < least(n_active, p_depth) THEN
+            ann_ids := NULL;  -- the index could not deliver enough rows: fall back to exact search
+        END IF;
+    END IF;
+
     -- Every leg's chunks with their tie-break keys and exact distances (all_*): the ANN's rows from its scan, or
     -- exact search's nearest p_depth from theirs, then the other legs' chunks not among them by primary key.
     IF ann_ids IS NOT NULL THEN
@@ -755,7 +793,7 @@ BEGIN
             SELECT d.chunk_id, d.doc_key, d.chunk_index, d.raw
             FROM (
                 SELECT c.chunk_id, c.doc_key || call_collation AS doc_key, c.chunk_index,
-                    c.embedding OPERATOR(public.<=>) p_qemb AS raw
+                    c.embedding OPERATOR(public.<=>) qemb AS raw
                 FROM rag.chunk AS c
                 WHERE c.retired_at IS NULL AND c.tenant = v_tenant
                 OFFSET 0
@@ -776,7 +814,7 @@ BEGIN
         WHERE NOT o.id = ANY (all_ids)
     ) AS x
     CROSS JOIN LATERAL (
-        SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) p_qemb AS raw
+        SELECT c.chunk_id, c.doc_key, c.chunk_index, c.embedding OPERATOR(public.<=>) qemb AS raw
         FROM rag.chunk AS c
         WHERE c.chunk_id = x.id
         OFFSET 0
@@ -839,7 +877,7 @@ BEGIN
     PERFORM pg_catalog.set_config('plan_cache_mode', prev_mode, true);
 END
 $fn$;
-COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer, jsonb) IS
+COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer, jsonb, text) IS
 'Internal: candidates of the vector, full-text and title-trigram legs (p_depth each, each read through an '
 'index) for a spell-corrected question, fused by weighted reciprocal rank fusion, in total order. p_params: '
 'rag._params() (rrf_k, weight_*, exact_search_limit, ...).';
@@ -1020,7 +1058,7 @@ BEGIN
     RETURN QUERY
     SELECT x.fused_rank, c.chunk_id, c.doc_key, c.doc_version, c.chunk_index, c.anchor, c.title, c.content,
         x.distance, x.trgm_score, x.fts_score, x.fused_score
-    FROM rag._candidates(p_tenant, p.corrected, p.qemb, greatest(p_k * 4, 40), params) AS x
+    FROM rag._candidates(p_tenant, p.corrected, p.qemb, greatest(p_k * 4, 40), params, p_question) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     WHERE x.fused_rank <= p_k
     ORDER BY x.fused_rank;

@@ -240,9 +240,14 @@ BEGIN
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object('chunk_id', x.chunk_id, 'rank', x.fused_rank)
             ORDER BY x.fused_rank) FILTER (WHERE x.fused_rank > n_passages), '[]')
     INTO ranked, ids, best_sim, fingerprint, lower_ranked
-    FROM rag._candidates(p_tenant, corrected, p_qemb, greatest(p_k * 4, 40), p_params) AS x
+    FROM rag._candidates(p_tenant, corrected, p_qemb, greatest(p_k * 4, 40), p_params, p_question) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     WHERE x.fused_rank <= greatest(p_k, w_lower);
+    -- the question's embedding, if it was being computed in the background: rag._candidates' vector leg ended it,
+    -- and the worker's vector is read again (no second embedding)
+    IF p_qemb IS NULL THEN
+        p_qemb := rag._query_embedding(p_question, corrected, NULL);
+    END IF;
 
     n_visible := rag._live_chunks(p_tenant);
 

@@ -62,6 +62,10 @@ BEGIN
             citations := g -> 'citations';
         END IF;
     END IF;
+    IF p.has_question AND p.qemb IS NULL THEN
+        -- embedded in the background (rag._prepare_question): the vector rag._answer used, logged with the ask
+        p.qemb := rag._query_embedding(p_question, p.corrected, NULL);
+    END IF;
     IF generator IS NOT NULL AND g IS NULL THEN
         evidence := evidence || pg_catalog.jsonb_build_object('generation', pg_catalog.jsonb_build_object(
             'path', 'database', 'generator', generator, 'called', false,

@@ -36,6 +36,10 @@ BEGIN
     IF p.has_question THEN
         SELECT * INTO r FROM rag._answer(p_question, p.corrected, p_tenant, p_k, p.qemb, options, params);
         passed := (r.evidence #>> '{gate,passed}')::boolean;
+        IF p.qemb IS NULL THEN
+            -- embedded in the background (rag._prepare_question): the vector rag._answer used, logged
+            p.qemb := rag._query_embedding(p_question, p.corrected, NULL);
+        END IF;
     ELSE
         SELECT NULL::jsonb AS evidence, '{}'::bigint [] AS chunk_ids, 'empty_question'::text AS reason INTO r;
     END IF;

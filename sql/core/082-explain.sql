@@ -36,7 +36,7 @@ BEGIN
                          WHERE (e ->> 'chunk_id')::bigint = x.chunk_id) THEN NULL
             ELSE 'not_quoted'
         END
-    FROM rag._candidates(p_tenant, p.corrected, p.qemb, greatest(p_k * 4, 40), params) AS x
+    FROM rag._candidates(p_tenant, p.corrected, p.qemb, greatest(p_k * 4, 40), params, p_question) AS x
     INNER JOIN rag.chunk AS c ON c.chunk_id = x.chunk_id
     ORDER BY x.fused_rank;
 END

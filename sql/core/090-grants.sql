@@ -45,8 +45,8 @@ BEGIN
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO %I, pgcite_owner', f.sig, grantee);
         ELSIF f.proname IN ('_generator_call', '_index_tenants', '_tune_ann', '_tuned_ef', '_rebuild_retrieval_stats', '_correct_question',
-            '_common_words', '_real_words', '_foreign_names', '_word_forms', '_embed_texts', '_parse', '_split_sentences',
-            '_sentence_vectors', '_support_similarity', '_answer', '_sentence_scores', '_prepare_question',
+            '_common_words', '_real_words', '_foreign_names', '_word_forms', '_embed_texts', '_embed_begin', '_embed_end', '_parse', '_split_sentences',
+            '_sentence_vectors', '_support_similarity', '_answer', '_sentence_scores', '_prepare_question', '_query_embedding',
             '_generate', '_generation_step', '_enforce_reply', '_recheck_generation', '_support_scores',
             '_candidates', '_coverage', '_live_chunks', '_term_weights', '_span_score_bounds', '_may_score_at_least',
             '_answer_options', '_require_generator', '_question_term_weights', '_lexical_sentences', '_word_terms',

@@ -137,6 +137,43 @@ COMMENT ON FUNCTION rag._embed_one(text) IS
 'Internal (SECURITY DEFINER: for readers, with rag._embed_checked the only way to rag._embed_texts): the embedding '
 'of one text; 54000 over max_document_bytes before any Python runs.';
 
+-- A question's embedding in the background (pgcite_udfs/background.py): rag._prepare_question begins it, the
+-- full-text and title legs of retrieval run while a worker thread of the backend computes it on the other core,
+-- and the vector leg ends it (rag._query_embedding). The worker never calls into PostgreSQL and blocks every
+-- signal. Both are pgcite_owner's only: they run inside the SECURITY DEFINER entry points, whose question is
+-- already checked (at most 4,000 characters), and a job is answered only for the text it was begun with.
+CREATE OR REPLACE FUNCTION rag._embed_begin(content text)
+RETURNS boolean
+LANGUAGE plpython3u
+VOLATILE
+STRICT
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+if "pgcite_site" not in GD:
+    plpy.execute("SELECT rag._python_init()")
+from pgcite_udfs import udf
+return udf.embed_begin(plpy, GD, content)
+$fn$;
+COMMENT ON FUNCTION rag._embed_begin(text) IS
+'Internal (pgcite_owner only): starts embedding a text on the backend''s worker thread; false where it cannot '
+'(the torch fallback, a text of over 64 kB): rag._embed_end then embeds it as rag.embed does.';
+
+CREATE OR REPLACE FUNCTION rag._embed_end(content text)
+RETURNS public.vector(384)
+LANGUAGE plpython3u
+STABLE
+STRICT
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+if "pgcite_site" not in GD:
+    plpy.execute("SELECT rag._python_init()")
+from pgcite_udfs import udf
+return udf.embed_end(plpy, GD, content)
+$fn$;
+COMMENT ON FUNCTION rag._embed_end(text) IS
+'Internal (pgcite_owner only): the embedding of a text: the worker''s if the latest text begun '
+'(rag._embed_begin) is this one, waiting for it, else computed now as rag.embed computes it.';
+
 CREATE OR REPLACE FUNCTION rag.embed(content text)
 RETURNS public.vector(384)
 LANGUAGE sql

@@ -1,0 +1,123 @@
+"""A question's embedding computed on a thread of its own while the backend goes on with what does not need
+it.
+
+rag.ask embeds its question (~6-10 ms of onnxruntime on one core) and then runs the full-text and title legs
+of retrieval, which never read the vector; only the vector leg does. `Background.begin(text)` tokenizes the
+text in the caller's thread and hands the transformer's run to a worker thread; `Background.result(text)`
+waits for it and returns the unit vector (the same numbers as `embed.encode`: the same session, the same
+inputs).
+
+Why this works inside PostgreSQL: PL/Python's interpreter holds the GIL for as long as the backend lives, also
+while the backend runs SQL between two PL/Python calls, and onnxruntime releases it only inside its run. So
+`begin` waits until the worker is about to enter the run (it gives the GIL up while it waits); the worker then
+computes on the other core without the GIL while the backend executes SQL, and needs the GIL again only to
+hand its result over, which it gets as soon as `result` waits for it.
+
+The worker never calls into PostgreSQL (no plpy, no SPI) and blocks every signal, so PostgreSQL's handlers
+(cancel, timeout, terminate, latch) keep running on the backend's own thread. One job at a time: `begin`
+replaces the previous job (a job of an aborted call is simply never read), and `result` answers only for the
+text of the latest job; anything else is the caller's to embed as before.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections import deque
+
+# How long `begin` waits for the worker to start the run, and `result` for the run to end: both are bounded by
+# one transformer run of at most max_seq_length word pieces, so these only guard against a worker that died.
+START_TIMEOUT_S = 5.0
+RESULT_TIMEOUT_S = 120.0
+
+
+class Job:
+    """One text's embedding in the worker: `vector` (a float32 row) or `error` once `done` is set."""
+
+    __slots__ = ("text", "batches", "running", "done", "vector", "error", "literal")
+
+    def __init__(self, text: str, batches):
+        self.text = text
+        self.batches = batches
+        self.running = threading.Event()
+        self.done = threading.Event()
+        self.vector = None
+        self.error: BaseException | None = None
+        self.literal: str | None = None
+
+
+class Background:
+    """The worker thread of one process and its latest job. `model` has batches(texts) and run(feed) (embed.
+    OnnxModel)."""
+
+    def __init__(self, model):
+        self.model = model
+        self._cv = threading.Condition()
+        self._queue: deque[Job] = deque()
+        self._latest: Job | None = None
+        self._thread: threading.Thread | None = None
+        self.jobs = 0  # begun, for tests and benchmarks
+
+    def begin(self, text: str) -> Job:
+        """Starts embedding `text` on the worker; returns once the worker is inside the run (or finished)."""
+        job = Job(text, self.model.batches([text]))
+        with self._cv:
+            self._latest = job
+            self._queue.append(job)
+            self._cv.notify()
+        self._ensure_thread()
+        self.jobs += 1
+        # Event.wait gives the GIL up: the worker takes it, sets `running` and enters the run, which releases
+        # it
+        job.running.wait(START_TIMEOUT_S)
+        return job
+
+    def result(self, text: str):
+        """The vector of the latest job if it is of `text` (waiting for it), else None: the caller embeds."""
+        job = self._latest
+        if job is None or job.text != text:
+            return None
+        if not job.done.wait(RESULT_TIMEOUT_S) or job.error is not None:
+            return None
+        return job.vector
+
+    def latest(self, text: str) -> Job | None:
+        """The latest job if it is of `text` and finished without error."""
+        job = self._latest
+        if job is None or job.text != text or not job.done.is_set() or job.error is not None:
+            return None
+        return job
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="pgcite-embed", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        # PostgreSQL's signal handlers must run on the backend's thread, never on this one
+        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        while True:
+            with self._cv:
+                while not self._queue:
+                    self._cv.wait()
+                job = self._queue.popleft()
+            self._run(job)
+
+    def _run(self, job: Job) -> None:
+        try:
+            import numpy as np
+
+            rows = []
+            job.running.set()
+            for idx, feed in job.batches:
+                rows.append((idx, self.model.run(feed)))
+            out = np.zeros((1, rows[0][1].shape[1]), dtype=np.float32)
+            for idx, vecs in rows:
+                out[idx] = vecs
+            job.vector = out[0]
+        except BaseException as e:  # noqa: BLE001 - handed to the caller, who embeds again and raises there
+            job.error = e
+        finally:
+            job.batches = None
+            job.running.set()
+            job.done.set()

@@ -1,0 +1,114 @@
+"""background.py: a question embedded on the worker thread is the ordinary embedding, bit for bit; only the
+latest job's text is answered; the worker blocks every signal; a failed run hands the work back."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from pgcite_udfs import embed
+from pgcite_udfs.background import Background, Job
+
+TEXTS = [
+    "How do I prevent transaction ID wraparound failures?",
+    "a",
+    "é ü ß — Ünïcödé, 日本語のテキスト, emoji 🙂🐘",
+    "word " * 600,  # truncated to max_seq_length word pieces
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_model():
+    if not embed.onnx_export_current():
+        pytest.skip("no current ONNX export (make setup makes it)")
+    return embed.load_onnx(threads=1)
+
+
+@pytest.fixture()
+def bg(onnx_model):
+    return Background(onnx_model)
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_workers_vector_is_the_ordinary_embedding(bg, onnx_model, text):
+    job = bg.begin(text)
+    vec = bg.result(text)
+    assert job.running.is_set()
+    assert vec is not None and vec.dtype == np.float32 and vec.shape == (embed.DIM,)
+    # the same session and the same inputs: the same numbers, not merely close ones
+    assert np.array_equal(vec, embed.encode(onnx_model, [text])[0])
+    assert bg.latest(text) is job
+
+
+def test_only_the_latest_jobs_text_is_answered(bg, onnx_model):
+    bg.begin(TEXTS[0])
+    bg.begin(TEXTS[1])  # replaces the first: a job of an aborted call is never read
+    assert bg.result(TEXTS[0]) is None
+    assert bg.latest(TEXTS[0]) is None
+    assert np.array_equal(bg.result(TEXTS[1]), embed.encode(onnx_model, [TEXTS[1]])[0])
+    assert bg.result("never begun") is None
+    assert bg.jobs == 2
+
+
+def test_one_worker_thread_serves_every_job(bg):
+    before = {t.ident for t in threading.enumerate()}
+    for text in TEXTS:
+        bg.begin(text)
+        assert bg.result(text) is not None
+    workers = [t for t in threading.enumerate() if t.name == "pgcite-embed" and t.ident not in before]
+    assert len(workers) <= 1
+    assert bg._thread is not None and bg._thread.is_alive() and bg._thread.daemon
+
+
+def _blocked_signals(native_id: int) -> int:
+    with open(f"/proc/self/task/{native_id}/status") as f:
+        for line in f:
+            if line.startswith("SigBlk:"):
+                return int(line.split()[1], 16)
+    raise AssertionError("no SigBlk line")
+
+
+def test_the_worker_blocks_every_signal_the_caller_does_not(bg):
+    bg.begin(TEXTS[0])
+    assert bg.result(TEXTS[0]) is not None
+    import signal
+
+    worker = _blocked_signals(bg._thread.native_id)
+    caller = _blocked_signals(threading.main_thread().native_id)
+    for sig in (
+        signal.SIGINT,
+        signal.SIGTERM,
+        signal.SIGALRM,
+        signal.SIGUSR1,
+        signal.SIGUSR2,
+        signal.SIGQUIT,
+    ):
+        assert worker & (1 << (sig - 1)), f"worker does not block {sig!r}"
+        assert not caller & (1 << (sig - 1)), f"caller blocks {sig!r}"
+
+
+def test_a_failed_run_is_no_result(bg, onnx_model):
+    """A run that raises (here: inputs of the wrong type) leaves the text to the caller, who embeds it itself
+    and so raises the error where it can be reported."""
+    feed = dict(onnx_model.batches([TEXTS[0]])[0][1])
+    feed["input_ids"] = feed["input_ids"].astype(np.float32)
+    job = Job(TEXTS[0], [([0], feed)])
+    bg._latest = job
+    bg._run(job)
+    assert job.done.is_set() and job.error is not None
+    assert bg.result(TEXTS[0]) is None and bg.latest(TEXTS[0]) is None
+    # the worker goes on serving later jobs
+    bg.begin(TEXTS[1])
+    assert bg.result(TEXTS[1]) is not None
+
+
+def test_batches_and_run_are_what_encode_does(onnx_model):
+    texts = ["short", "a somewhat longer text about vacuum and autovacuum", "word " * 600, ""]
+    out = np.zeros((len(texts), embed.DIM), dtype=np.float32)
+    batches = onnx_model.batches(texts, batch_size=2)
+    assert sorted(i for idx, _ in batches for i in idx) == list(range(len(texts)))
+    for idx, feed in batches:
+        out[idx] = onnx_model.run(feed)
+    assert np.array_equal(out, onnx_model.encode(texts, batch_size=2))
+    assert onnx_model.batches([]) == []
