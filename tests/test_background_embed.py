@@ -1,6 +1,7 @@
 """The question embedded on the backend's worker thread (pgcite_udfs/background.py) while retrieval's
 full-text and title legs run: the same vectors and answers as embedding it first, only the text begun is
-answered, and the backend's signals (cancel, statement_timeout, terminate) keep working with the worker in it."""
+answered, and the backend's signals (cancel, statement_timeout, terminate) keep working with the worker
+in it."""
 
 from __future__ import annotations
 
