@@ -170,3 +170,29 @@ def test_the_backend_still_handles_its_signals_with_the_worker_in_it(pg, db, rea
             assert other.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()[0] is True
         with pytest.raises(psycopg.OperationalError):
             a.execute("SELECT 1")
+
+
+def test_the_setting_background_embedding_0_embeds_before_retrieval(pg, db, reader):
+    """An admin can turn the worker off (read when a backend first embeds a question): the same answer and the
+    same logged vector, and no job."""
+    with pg.admin(db) as a:
+        qemb = a.execute("SELECT rag.embed(%s)::text", (WRAP_Q,)).fetchone()[0]
+        a.execute("SELECT rag.set_config('background_embedding', '0')")
+    try:
+        with pg.admin(db) as a:
+            a.execute(f"SET ROLE {reader}")
+            off = ask(a, WRAP_Q)
+            a.execute("RESET ROLE")
+            assert notices(a, JOBS) == ["none"]
+            logged = a.execute(
+                "SELECT query_embedding::text FROM rag.ask_log WHERE ask_id = %s", (off["ask_id"],)
+            ).fetchone()[0]
+            assert logged == qemb
+            assert off["evidence"]["fingerprint"] == ask(a, WRAP_Q, qemb)["evidence"]["fingerprint"]
+    finally:
+        with pg.admin(db) as a:
+            a.execute("SELECT rag.set_config('background_embedding', NULL)")
+    with pg.admin(db) as a:
+        with pytest.raises(psycopg.Error) as e:
+            a.execute("SELECT rag.set_config('background_embedding', '2')")
+        assert sqlstate_of(e) == "22023"

@@ -113,7 +113,7 @@ def embed_begin(plpy, GD, text: str) -> bool:
     if text is None or len(text) > BACKGROUND_MAX_BYTES or len(text.encode("utf-8")) > BACKGROUND_MAX_BYTES:
         return False
     m = model(plpy, GD)
-    if not isinstance(m, embed.OnnxModel):
+    if not isinstance(m, embed.OnnxModel) or not _background_enabled(plpy, GD):
         return False
     bg = GD.get("background")
     if bg is None or bg.model is not m:
@@ -122,6 +122,19 @@ def embed_begin(plpy, GD, text: str) -> bool:
         bg = GD["background"] = Background(m)
     bg.begin(text)
     return True
+
+
+def _background_enabled(plpy, GD) -> bool:
+    """The setting background_embedding (1 on, 0 off), read once per backend as torch_threads is."""
+    enabled = GD.get("background_enabled")
+    if enabled is None:
+        value = _setting(plpy, "background_embedding", "1")
+        try:
+            enabled = float(value) >= 0.5
+        except ValueError:
+            plpy.error(f'setting background_embedding must be 0 or 1, not "{value}"', sqlstate="22023")
+        GD["background_enabled"] = enabled
+    return enabled
 
 
 def embed_end(plpy, GD, text: str) -> str:
