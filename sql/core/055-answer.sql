@@ -224,6 +224,17 @@ DECLARE
     -- passage of their section (negative: off)
     w_sibling float8 := coalesce((rag._quote_weights() ->> 'sibling')::float8, -1);
 BEGIN
+    -- What the gate reads from the question alone, before retrieval: while the question's embedding is computed
+    -- in the background (rag._prepare_question), this runs on the backend's thread instead of waiting for it.
+    -- The question's names (rag._foreign_names: words the corpus never uses; rag._question_names, rag._proper_names)
+    foreign_names := rag._foreign_names(p_tenant, t.ts_config, p_question, corrected);
+    names := ARRAY(
+        SELECT DISTINCT y.name FROM pg_catalog.unnest(rag._question_names(corrected)
+            || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name))
+            || foreign_names) AS y (name)
+    );
+    -- and a short definition question's term (rag._defined_term)
+    defined := rag._defined_term(t.ts_config, corrected);
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'rank', x.fused_rank, 'chunk_id', x.chunk_id, 'doc_key', x.doc_key, 'chunk_index', x.chunk_index,
@@ -262,12 +273,7 @@ BEGIN
     -- question, however close its topic. NULL: the question names none.
     -- Foreign names (rag._foreign_names: words the corpus never uses, not typos of its words, no common English
     -- words: "nginx", "EBS") are names too, never found in the passages.
-    foreign_names := rag._foreign_names(p_tenant, t.ts_config, p_question, corrected);
-    names := ARRAY(
-        SELECT DISTINCT y.name FROM pg_catalog.unnest(rag._question_names(corrected)
-            || ARRAY(SELECT pg_catalog.lower(z.name) FROM pg_catalog.unnest(rag._proper_names(p_question)) AS z (name))
-            || foreign_names) AS y (name)
-    );
+    -- (the names and the defined term are read from the question before retrieval, above)
     SELECT avg((EXISTS (
         SELECT FROM rag.chunk AS c
         WHERE c.chunk_id = ANY (ids[1:n_passages])
@@ -277,7 +283,6 @@ BEGIN
     FROM pg_catalog.unnest(names) AS x (name);
     -- A short definition question's term of two words or more (rag._defined_term) counts as one more name: one of
     -- the chunks retrieved (the k, not only the passages) must hold its words in that order.
-    defined := rag._defined_term(t.ts_config, corrected);
     IF defined IS NOT NULL THEN
         SELECT (coalesce(names_found * n.n, 0) + EXISTS (
             SELECT FROM rag.chunk AS c WHERE c.chunk_id = ANY (ids) AND c.tsv @@ defined)::integer)
