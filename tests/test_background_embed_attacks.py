@@ -131,13 +131,10 @@ def test_a_backend_terminated_with_a_job_in_flight_leaves_the_server_up(pg, sec_
         assert "terminated by signal" not in tail and "terminating connection because of crash" not in tail
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="the worker's onnxruntime run goes on while exit() runs the library's static destructors: "
-    "'GetElementType is not implemented' in the server log for about a third of such exits (undefined "
-    "behaviour; a crash of the backend would restart the whole server)",
-)
 def test_no_embedding_run_outlives_its_backend(pg, sec_db):
+    """A backend that exits with a run in flight ends at once (background.py's exit handler) instead of
+    running onnxruntime's static destructors under the worker (which logged 'GetElementType is not
+    implemented' for about a third of such exits before)."""
     with pg.admin(sec_db) as watcher:
         log = _server_log(watcher)
         if log is None:
@@ -148,12 +145,10 @@ def test_no_embedding_run_outlives_its_backend(pg, sec_db):
     assert "onnxruntime" not in log.read_bytes()[start:].decode("utf-8", "replace")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pgcite_python 0.9.0 over pgcite 0.8.0 (its update run first): 0.8.0's rag._apply_grants gives "
-    "functions it does not know (rag._embed_begin, rag._embed_end) to pgcite_writer",
-)
 def test_updating_pgcite_python_first_grants_the_worker_to_no_tenant_role(pg):
+    """pgcite_python 0.9.0 over pgcite 0.8.0 (its update run first): 0.8.0's rag._apply_grants would give the
+    functions it does not know (rag._embed_begin, rag._embed_end) to pgcite_writer; sql/python/090-grants.sql
+    revokes them."""
     name = "pgcite_bgsec_order"
     drop_database(pg, name)
     with pg.admin() as a:

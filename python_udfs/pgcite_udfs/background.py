@@ -13,14 +13,25 @@ while the backend runs SQL between two PL/Python calls, and onnxruntime releases
 computes on the other core without the GIL while the backend executes SQL, and needs the GIL again only to
 hand its result over, which it gets as soon as `result` waits for it.
 
-The worker never calls into PostgreSQL (no plpy, no SPI) and blocks every signal, so PostgreSQL's handlers
-(cancel, timeout, terminate, latch) keep running on the backend's own thread. One job at a time: `begin`
-replaces the previous job (a job of an aborted call is simply never read), and `result` answers only for the
-text of the latest job; anything else is the caller's to embed as before.
+The worker never calls into PostgreSQL (no plpy, no SPI) and starts with every signal blocked, so PostgreSQL's
+handlers (cancel, timeout, terminate, latch) keep running on the backend's own thread. One job at a time:
+`begin` replaces the previous job (a job of an aborted call is never read; if it is still running, its run is
+terminated), and `result` answers only for the text of the latest job; anything else is the caller's to embed
+as before.
+
+A backend that exits while a run is in flight (its ask cancelled, then the connection closed or terminated)
+must not let exit() run onnxruntime's static destructors under the worker's feet (undefined behaviour: it
+logged "GetElementType is not implemented" in about a third of such exits, security review of session 18). So
+the first Background of a process registers libc's `_exit` with on_exit, after onnxruntime has run once in
+this process (its lazily made statics have registered their destructors by then): exit() calls it first, with
+the status it was given, and the process ends there without running those destructors. PostgreSQL's own exit
+work (before_shmem_exit and on_proc_exit callbacks) is done before it calls exit(), and its stderr is
+unbuffered, so nothing of it is skipped; a plain Python process has finalized its interpreter by then.
 """
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import threading
 from collections import deque
@@ -34,9 +45,9 @@ RESULT_TIMEOUT_S = 120.0
 class Job:
     """One text's embedding in the worker: `vector` (a float32 row) or `error` once `done` is set."""
 
-    __slots__ = ("text", "batches", "running", "done", "vector", "error", "literal")
+    __slots__ = ("text", "batches", "running", "done", "vector", "error", "literal", "run_options")
 
-    def __init__(self, text: str, batches):
+    def __init__(self, text: str, batches, run_options=None):
         self.text = text
         self.batches = batches
         self.running = threading.Event()
@@ -44,6 +55,35 @@ class Job:
         self.vector = None
         self.error: BaseException | None = None
         self.literal: str | None = None
+        self.run_options = run_options
+
+    def cancel(self) -> None:
+        """Terminates the job's run if it is still going (no one will read it)."""
+        if self.run_options is not None and not self.done.is_set():
+            self.run_options.terminate = True
+
+
+_EXIT_REGISTERED = False
+
+
+def _register_exit_handler() -> bool:
+    """on_exit(_exit) once per process (glibc calls it with exit()'s status): the handlers and library
+    destructors registered before it (onnxruntime's among them) are skipped at exit. False where libc has no
+    on_exit."""
+    global _EXIT_REGISTERED
+    if _EXIT_REGISTERED:
+        return True
+    try:
+        libc = ctypes.CDLL(None)
+        on_exit, exit_now = libc.on_exit, libc._exit
+    except (OSError, AttributeError):
+        return False
+    on_exit.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    on_exit.restype = ctypes.c_int
+    if on_exit(ctypes.cast(exit_now, ctypes.c_void_p), None) != 0:
+        return False
+    _EXIT_REGISTERED = True
+    return True
 
 
 class Background:
@@ -57,11 +97,22 @@ class Background:
         self._latest: Job | None = None
         self._thread: threading.Thread | None = None
         self.jobs = 0  # begun, for tests and benchmarks
+        # onnxruntime runs once here, in the caller's thread, before the exit handler is registered: the
+        # statics a run makes on first use then have their destructors registered before the handler
+        model.run(model.batches([""])[0][1])
+        self.exit_handler = _register_exit_handler()
+
+    def in_flight(self) -> bool:
+        """A job begun and not finished (its run may be inside onnxruntime)."""
+        job = self._latest
+        return bool(self._queue) or (job is not None and not job.done.is_set())
 
     def begin(self, text: str) -> Job:
         """Starts embedding `text` on the worker; returns once the worker is inside the run (or finished)."""
-        job = Job(text, self.model.batches([text]))
+        job = Job(text, self.model.batches([text]), _run_options())
         with self._cv:
+            if self._latest is not None:
+                self._latest.cancel()
             self._latest = job
             self._queue.append(job)
             self._cv.notify()
@@ -91,7 +142,13 @@ class Background:
     def _ensure_thread(self) -> None:
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="pgcite-embed", daemon=True)
-            self._thread.start()
+            # the thread inherits the caller's signal mask: blocked from its first instruction on, not only
+            # once _loop runs; the caller's mask is restored at once (a signal in between stays pending)
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            try:
+                self._thread.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _loop(self) -> None:
         # PostgreSQL's signal handlers must run on the backend's thread, never on this one
@@ -110,7 +167,7 @@ class Background:
             rows = []
             job.running.set()
             for idx, feed in job.batches:
-                rows.append((idx, self.model.run(feed)))
+                rows.append((idx, self.model.run(feed, job.run_options)))
             out = np.zeros((1, rows[0][1].shape[1]), dtype=np.float32)
             for idx, vecs in rows:
                 out[idx] = vecs
@@ -121,3 +178,9 @@ class Background:
             job.batches = None
             job.running.set()
             job.done.set()
+
+
+def _run_options():
+    import onnxruntime as ort
+
+    return ort.RunOptions()

@@ -158,10 +158,11 @@ class OnnxModel:
             out.append((idx, feed))
         return out
 
-    def run(self, feed):
-        """Unit vectors of one batch of batches(): the transformer, then pooling under the attention mask."""
+    def run(self, feed, run_options=None):
+        """Unit vectors of one batch of batches(): the transformer, then pooling under the attention mask.
+        run_options: an onnxruntime.RunOptions (background.py terminates a run no one will read)."""
         inputs = {k: v for k, v in feed.items() if k in self.input_names}
-        hidden = self.session.run(None, inputs)[0]
+        hidden = self.session.run(None, inputs, run_options)[0]
         return pool_and_normalise(hidden, feed["attention_mask"])
 
 
