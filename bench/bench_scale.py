@@ -10,8 +10,9 @@ from psycopg on one connection each (model loaded before timing):
 - `retrieve`: rag.retrieve(q, tenant, 8, query_embedding) as a pgcite_reader role;
 - `ask`: rag.ask(q, tenant, 5), the question embedded in the database (the model in the backend);
 - `ask+qemb`: rag.ask(q, tenant, 5, query_embedding);
-- `embed`: rag.embed(q) as the reader: the question's embedding alone, in the database (ask = about embed +
-  ask+qemb; rag.ask embeds the corrected question, of the same length but for a rare typo);
+- `embed`: rag.embed(q) as the reader: the question's embedding alone, in the database (rag.ask embeds the
+  corrected question, of the same length but for a rare typo; on the backend's worker thread while the
+  full-text and title legs run, so ask - ask+qemb is less than embed);
 - `floor`: the bare pgvector query over rag.chunk, `WHERE tenant = $1 AND retired_at IS NULL ORDER BY
   embedding <=> $2 LIMIT 10`, with `hnsw.iterative_scan = relaxed_order` and pgvector's other defaults, as
   the superuser (readers cannot read embeddings);
@@ -405,15 +406,19 @@ def report(result: dict) -> str:
     lines.append(f"rag.ask statuses (both ask calls): {json.dumps(result['latency']['ask_statuses'])}")
     lines.append("")
     lines.append(
-        "where the p50s go: rag.ask = its question's embedding (embed: rag.embed alone) + the rest "
-        "(ask+qemb); the peer = its embedding in the client (sentence-transformers) + the rest"
+        "where the p50s go: rag.ask = the rest (ask+qemb) + what its question's embedding adds to it (ask - "
+        "ask+qemb: less than embed, rag.embed alone, where it runs on the backend's worker thread while the "
+        "full-text and title legs run); the peer = its embedding in the client (sentence-transformers) + "
+        "the rest"
     )
     for cls, ms in lat.items():
         if "peer embed" not in ms or "embed" not in ms:
             continue
         pe, pr = ms["peer embed"]["p50"], ms["peer"]["p50"]
+        added = round(ms["ask"]["p50"] - ms["ask+qemb"]["p50"], 2)
         lines.append(
-            f"{cls:<8} ask {ms['ask']['p50']} = embed {ms['embed']['p50']} + rest {ms['ask+qemb']['p50']}; "
+            f"{cls:<8} ask {ms['ask']['p50']} = rest {ms['ask+qemb']['p50']} + {added} (embed alone "
+            f"{ms['embed']['p50']}); "
             f"peer {pr} = embed {pe} + rest {round(pr - pe, 2)}; "
             f"embedding in the database / in the peer {ratio(ms['embed'], ms['peer embed'], 'p50')}, "
             f"rest ask+qemb / peer's rest {round(ms['ask+qemb']['p50'] / max(pr - pe, 0.01), 1)}"
