@@ -13,9 +13,10 @@ connections, opened after the setting is made:
    per question), --rounds times: p50 / p95 of `rag.ask` (the question embedded in the database) on each, the
    median of the paired differences (1 - 0) and the share of pairs in which 1 was faster. The two return the
    same statuses (checked).
-2. pgbench with --clients clients (bench_scale.py's script: rag.ask of a random question), the two settings
-   alternating (1, 0, 0, 1, ...) for --rounds rounds of --warmup + --duration seconds: throughput and latency
-   percentiles of the last --duration seconds of each, failures.
+2. pgbench with --clients clients (bench_scale.py's script: rag.ask of a random question), the settings of
+   --load-settings (1,0) alternating (1, 0, 0, 1, ...) for --rounds rounds of --warmup + --duration seconds:
+   throughput and latency percentiles of the last --duration seconds of each, failures. With 1 the worker is
+   used only while the 1-minute load average is below the CPUs (a saturating pgbench turns it off).
 
 The setting is restored to what it was at the end.
 """
@@ -107,13 +108,13 @@ def one_client(dbname: str, per_class: int, rounds: int) -> None:
     print(f"statuses differ between the two in {differ} pairs")
 
 
-def load(dbname: str, clients: int, duration: int, warmup: int, rounds: int) -> None:
+def load(dbname: str, clients: int, duration: int, warmup: int, rounds: int, values: list[str]) -> None:
     print(f"\npgbench, {clients} clients, last {duration} s of {warmup} + {duration} s, settings alternated")
     print("| round | background_embedding | tps | p50 / p95 / p99 ms | failed |")
     print("|---|---|---|---|---|")
     tps: dict[str, list[float]] = {}
     for r in range(rounds):
-        for value in ("1", "0") if r % 2 == 0 else ("0", "1"):
+        for value in values if r % 2 == 0 else values[::-1]:
             set_setting(dbname, value)
             b = bench_scale.run_pgbench(dbname, clients, duration, warmup)
             q = b["window_latency_ms"]
@@ -136,13 +137,19 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--no-load", action="store_true", help="one client only, no pgbench")
+    ap.add_argument(
+        "--load-settings",
+        default="1,0",
+        help="the values of background_embedding pgbench alternates (1: while a core is to spare, 2: always)",
+    )
     args = ap.parse_args()
     dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
     before = setting(dbname)
     try:
         one_client(dbname, args.per_class, args.rounds)
         if not args.no_load:
-            load(dbname, args.clients, args.duration, args.warmup, args.rounds)
+            values = [v.strip() for v in args.load_settings.split(",") if v.strip()]
+            load(dbname, args.clients, args.duration, args.warmup, args.rounds, values)
     finally:
         set_setting(dbname, before)
 

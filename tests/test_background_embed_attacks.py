@@ -26,7 +26,11 @@ FROM rag.ask_log AS l WHERE l.ask_id > %s ORDER BY l.ask_id"""
 
 @pytest.fixture(scope="module")
 def sec_db(pg):
-    yield from two_tenant_database(pg, "pgcite_bgsec", R)
+    for name in two_tenant_database(pg, "pgcite_bgsec", R):
+        with pg.admin(name) as a:
+            # the worker whatever the machine's load (1 leaves it out while every core is busy)
+            a.execute("SELECT rag.set_config('background_embedding', '2')")
+        yield name
 
 
 def test_no_tenant_role_reaches_the_worker_or_the_internals_that_end_it(pg, sec_db):

@@ -42,6 +42,14 @@ START_TIMEOUT_S = 5.0
 RESULT_TIMEOUT_S = 120.0
 
 
+def worker_helps(load_1min: float, cpus: int) -> bool:
+    """Whether a question is worth embedding on the worker: only while the machine has a core to spare. With
+    every core busy (a load average of at least one runnable task per CPU) the worker cannot run beside the
+    backend, and handing it the run costs throughput instead of saving time: 8 clients on 2 cores asked 4.8 %
+    fewer questions per second with it (docs/BENCHMARKS.md, session 18)."""
+    return load_1min < cpus
+
+
 class Job:
     """One text's embedding in the worker: `vector` (a float32 row) or `error` once `done` is set."""
 

@@ -113,7 +113,8 @@ def embed_begin(plpy, GD, text: str) -> bool:
     if text is None or len(text) > BACKGROUND_MAX_BYTES or len(text.encode("utf-8")) > BACKGROUND_MAX_BYTES:
         return False
     m = model(plpy, GD)
-    if not isinstance(m, embed.OnnxModel) or not _background_enabled(plpy, GD):
+    mode = _background_mode(plpy, GD)
+    if not isinstance(m, embed.OnnxModel) or mode == 0 or (mode == 1 and not _cores_to_spare()):
         return False
     bg = GD.get("background")
     if bg is None or bg.model is not m:
@@ -124,17 +125,33 @@ def embed_begin(plpy, GD, text: str) -> bool:
     return True
 
 
-def _background_enabled(plpy, GD) -> bool:
-    """The setting background_embedding (1 on, 0 off), read once per backend as torch_threads is."""
-    enabled = GD.get("background_enabled")
-    if enabled is None:
+def _cores_to_spare() -> bool:
+    """background.worker_helps for this machine now: the 1-minute load average and the CPUs this backend may
+    run on."""
+    import os
+
+    from .background import worker_helps
+
+    try:
+        return worker_helps(os.getloadavg()[0], len(os.sched_getaffinity(0)))
+    except (OSError, AttributeError):
+        return True
+
+
+def _background_mode(plpy, GD) -> int:
+    """The setting background_embedding, read once per backend as torch_threads is: 0 never, 1 while the
+    machine has a core to spare (the default), 2 always."""
+    mode = GD.get("background_mode")
+    if mode is None:
         value = _setting(plpy, "background_embedding", "1")
         try:
-            enabled = float(value) >= 0.5
-        except ValueError:
-            plpy.error(f'setting background_embedding must be 0 or 1, not "{value}"', sqlstate="22023")
-        GD["background_enabled"] = enabled
-    return enabled
+            mode = round(float(value))
+            if mode not in (0, 1, 2):
+                raise ValueError
+        except (ValueError, OverflowError):
+            plpy.error(f'setting background_embedding must be 0, 1 or 2, not "{value}"', sqlstate="22023")
+        GD["background_mode"] = mode
+    return mode
 
 
 def embed_end(plpy, GD, text: str) -> str:

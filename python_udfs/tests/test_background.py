@@ -159,3 +159,13 @@ def test_a_process_that_exits_with_a_run_in_flight_exits_cleanly_with_its_status
         )
         assert out.returncode == status, out.stderr
         assert "onnxruntime" not in out.stderr and "Error" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(
+    ("load", "cpus", "helps"),
+    [(0.0, 2, True), (1.9, 2, True), (2.0, 2, False), (7.5, 2, False), (7.5, 16, True), (0.5, 1, True)],
+)
+def test_the_worker_is_used_only_while_a_core_is_to_spare(load, cpus, helps):
+    from pgcite_udfs.background import worker_helps
+
+    assert worker_helps(load, cpus) is helps

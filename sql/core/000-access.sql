@@ -220,9 +220,9 @@ BEGIN
         ('python_path', 'text', '/opt/pgcite/venv', NULL, NULL, true, false,
             'the DB-side Python venv (or its site-packages) that pgcite_python imports from'),
         ('torch_threads', 'number', '1', 1, 64, false, false, 'threads per backend for embedding'),
-        ('background_embedding', 'number', '1', 0, 1, false, false,
-            '1: a question is embedded on a worker thread of the backend while retrieval''s other legs run; 0: '
-            'before them (read when a backend loads the model)'),
+        ('background_embedding', 'number', '1', 0, 2, false, false,
+            'a question embedded on a worker thread of the backend while retrieval''s other legs run: 1 while the '
+            'machine has a core to spare, 2 always, 0 never (read when a backend embeds its first question)'),
         ('generator_key_envs', 'text', '', NULL, NULL, true, false,
             'the server environment variables (PGCITE_..., comma-separated) whose API keys this database''s '
             'generators may send; none by default')
