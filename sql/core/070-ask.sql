@@ -72,6 +72,8 @@ BEGIN
             'model', (SELECT x.model FROM rag.generator AS x WHERE x.name = generator)));
     END IF;
     t2 := pg_catalog.clock_timestamp();
+    -- embed_ms: preparing the question (spelling, and its embedding, or only its start when the embedding runs in
+    -- the background: the rest of it is then in answer_ms, waited for by the vector leg)
     timings := pg_catalog.jsonb_build_object(
         'embed_ms', round((extract(EPOCH FROM coalesce(t1, t0) - t0) * 1000)::numeric, 3),
         'answer_ms', round((extract(EPOCH FROM coalesce(tg, t2) - coalesce(t1, t0)) * 1000)::numeric, 3),
