@@ -131,14 +131,20 @@ class Background:
         job.running.wait(START_TIMEOUT_S)
         return job
 
-    def result(self, text: str):
-        """The vector of the latest job if it is of `text` (waiting for it), else None: the caller embeds."""
+    def finished(self, text: str) -> Job | None:
+        """The latest job if it is of `text`, once it has finished without error (waiting for it), else None:
+        the caller embeds."""
         job = self._latest
         if job is None or job.text != text:
             return None
         if not job.done.wait(RESULT_TIMEOUT_S) or job.error is not None:
             return None
-        return job.vector
+        return job
+
+    def result(self, text: str):
+        """The vector of finished(text), or None."""
+        job = self.finished(text)
+        return None if job is None else job.vector
 
     def latest(self, text: str) -> Job | None:
         """The latest job if it is of `text` and finished without error."""
@@ -170,16 +176,9 @@ class Background:
 
     def _run(self, job: Job) -> None:
         try:
-            import numpy as np
-
-            rows = []
+            ((_, feed),) = job.batches  # one text: one batch
             job.running.set()
-            for idx, feed in job.batches:
-                rows.append((idx, self.model.run(feed, job.run_options)))
-            out = np.zeros((1, rows[0][1].shape[1]), dtype=np.float32)
-            for idx, vecs in rows:
-                out[idx] = vecs
-            job.vector = out[0]
+            job.vector = self.model.run(feed, job.run_options)[0]
         except BaseException as e:  # noqa: BLE001 - handed to the caller, who embeds again and raises there
             job.error = e
         finally:

@@ -158,14 +158,13 @@ def embed_end(plpy, GD, text: str) -> str:
     """rag._embed_end: the embedding of `text` (pgvector literal): the worker's, if the latest job begun was
     of this text (waiting for it), else computed here as rag.embed does."""
     bg = GD.get("background")
-    if bg is not None and bg.result(text) is not None:
-        job = bg.latest(text)
-        if job is not None:
-            if job.literal is None:
-                job.literal = embed.to_vector_literal(job.vector)
-                GD["embedded_texts"] = GD.get("embedded_texts", 0) + 1
-            return job.literal
-    return embed_texts(plpy, GD, [text])[0]
+    job = None if bg is None else bg.finished(text)
+    if job is None:
+        return embed_texts(plpy, GD, [text])[0]
+    if job.literal is None:
+        job.literal = embed.to_vector_literal(job.vector)
+        GD["embedded_texts"] = GD.get("embedded_texts", 0) + 1
+    return job.literal
 
 
 def _token_counter(GD):
