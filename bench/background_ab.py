@@ -36,18 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_scale  # noqa: E402
 import corpus  # noqa: E402
 
-
-def setting(dbname: str) -> str | None:
-    with corpus.connect(dbname) as conn:
-        return conn.execute(
-            "SELECT CASE WHEN source = 'default' THEN NULL ELSE value END FROM rag.settings "
-            "WHERE name = 'background_embedding'"
-        ).fetchone()[0]
-
-
-def set_setting(dbname: str, value: str | None) -> None:
-    with corpus.connect(dbname) as conn:
-        conn.execute("SELECT rag.set_config('background_embedding', %s)", (value,))
+SETTING = "background_embedding"
 
 
 def reader(dbname: str) -> psycopg.Connection:
@@ -70,7 +59,7 @@ def one_client(dbname: str, per_class: int, rounds: int) -> None:
         ).fetchall()
     conns = {}
     for value in ("1", "0"):
-        set_setting(dbname, value)
+        bench_scale.set_setting(dbname, SETTING, value)
         c = reader(dbname)
         for _cls, tenant, question in qs[:3]:
             c.execute("SELECT status FROM rag.ask(%s, %s, 5)", (question, tenant))
@@ -115,7 +104,7 @@ def load(dbname: str, clients: int, duration: int, warmup: int, rounds: int, val
     tps: dict[str, list[float]] = {}
     for r in range(rounds):
         for value in values if r % 2 == 0 else values[::-1]:
-            set_setting(dbname, value)
+            bench_scale.set_setting(dbname, SETTING, value)
             b = bench_scale.run_pgbench(dbname, clients, duration, warmup)
             q = b["window_latency_ms"]
             tps.setdefault(value, []).append(b["window_tps"])
@@ -144,14 +133,14 @@ def main() -> None:
     )
     args = ap.parse_args()
     dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
-    before = setting(dbname)
+    before = bench_scale.setting_as_set(dbname, SETTING)
     try:
         one_client(dbname, args.per_class, args.rounds)
         if not args.no_load:
             values = [v.strip() for v in args.load_settings.split(",") if v.strip()]
             load(dbname, args.clients, args.duration, args.warmup, args.rounds, values)
     finally:
-        set_setting(dbname, before)
+        bench_scale.set_setting(dbname, SETTING, before)
 
 
 if __name__ == "__main__":

@@ -324,20 +324,31 @@ def run_pgbench(dbname: str, clients: int, duration: int, warmup: int) -> dict:
     return figures
 
 
-def torch_threads_set(dbname: str) -> str | None:
-    """The database's setting torch_threads as set (NULL when it is the default)."""
+def setting_as_set(dbname: str, name: str) -> str | None:
+    """A database setting of pgcite as set (NULL when it is the default)."""
     with corpus.connect(dbname) as conn:
         return conn.execute(
-            "SELECT CASE WHEN source = 'default' THEN NULL ELSE value END FROM rag.settings "
-            "WHERE name = 'torch_threads'"
+            "SELECT CASE WHEN source = 'default' THEN NULL ELSE value END FROM rag.settings WHERE name = %s",
+            (name,),
         ).fetchone()[0]
+
+
+def set_setting(dbname: str, name: str, value: str | None) -> None:
+    """rag.set_config(name, value) as the superuser; NULL: the default again. The backend settings
+    (torch_threads, background_embedding) are read by a backend once: new connections follow."""
+    with corpus.connect(dbname) as conn:
+        conn.execute("SELECT rag.set_config(%s, %s)", (name, value))
+
+
+def torch_threads_set(dbname: str) -> str | None:
+    """The database's setting torch_threads as set (NULL when it is the default)."""
+    return setting_as_set(dbname, "torch_threads")
 
 
 def set_torch_threads(dbname: str, value: str | None) -> None:
     """The backends' embedding threads (an admin setting a backend reads when it loads the model); NULL: the
     default again."""
-    with corpus.connect(dbname) as conn:
-        conn.execute("SELECT rag.set_config('torch_threads', %s)", (value,))
+    set_setting(dbname, "torch_threads", value)
 
 
 # ---------------------------------------------------------------------------------------------- report
