@@ -1,8 +1,10 @@
 """The question embedded in the background or before retrieval, side by side in one run (the setting
-background_embedding 1 and 0).
+background_embedding 1 and 0; or another setting read when a backend loads the model: --setting).
 
     BENCH_DB=pgcite_bench_1m DATABASE_URL=... .venv/bin/python bench/background_ab.py [--per-class 40]
         [--rounds 2] [--duration 30] [--warmup 30] [--clients 8]
+    # the model's weights on huge pages or not, rag.embed timed too:
+    ... bench/background_ab.py --setting embedding_huge_pages --embed --no-load
 
 On the scale benchmark's database (bench/bench_scale.py: pgcite_bench.question, the reader
 pgcite_bench_reader). The setting is read when a backend embeds its first question, so each side has its own
@@ -12,7 +14,8 @@ connections, opened after the setting is made:
    with three asks), and every question of --per-class per class asked on both in turn (the order alternating
    per question), --rounds times: p50 / p95 of `rag.ask` (the question embedded in the database) on each, the
    median of the paired differences (1 - 0) and the share of pairs in which 1 was faster. The two return the
-   same statuses (checked).
+   same statuses (checked). With --embed, `rag.embed(question)` is timed the same way, each right after the
+   ask on the same connection.
 2. pgbench with --clients clients (bench_scale.py's script: rag.ask of a random question), the settings of
    --load-settings (1,0) alternating (1, 0, 0, 1, ...) for --rounds rounds of --warmup + --duration seconds:
    throughput and latency percentiles of the last --duration seconds of each, failures. With 1 the worker is
@@ -49,7 +52,10 @@ def pct(values: list[float], p: float) -> float:
     return round(v[min(len(v) - 1, int(len(v) * p))], 2)
 
 
-def one_client(dbname: str, per_class: int, rounds: int) -> None:
+def one_client(
+    dbname: str, per_class: int, rounds: int, setting: str, values: tuple[str, str], embed: bool
+) -> None:
+    a, b = values
     with corpus.connect(dbname) as conn:
         qs = conn.execute(
             "SELECT class, tenant, question FROM (SELECT *, row_number() OVER"
@@ -58,53 +64,64 @@ def one_client(dbname: str, per_class: int, rounds: int) -> None:
             (per_class,),
         ).fetchall()
     conns = {}
-    for value in ("1", "0"):
-        bench_scale.set_setting(dbname, SETTING, value)
+    for value in values:
+        bench_scale.set_setting(dbname, setting, value)
         c = reader(dbname)
         for _cls, tenant, question in qs[:3]:
             c.execute("SELECT status FROM rag.ask(%s, %s, 5)", (question, tenant))
         conns[value] = c
-    ms: dict[tuple[str, str], list[float]] = {}
-    diff: dict[str, list[float]] = {}
+    calls = ["ask", "embed"] if embed else ["ask"]
+    ms: dict[tuple[str, str, str], list[float]] = {}
+    diff: dict[tuple[str, str], list[float]] = {}
     differ = 0
     for r in range(rounds):
         for i, (cls, tenant, question) in enumerate(qs):
-            order = ("1", "0") if (i + r) % 2 == 0 else ("0", "1")
-            got = {}
+            order = (a, b) if (i + r) % 2 == 0 else (b, a)
+            got: dict[tuple[str, str], float] = {}
+            status = {}
             for value in order:
                 t0 = time.perf_counter()
-                status = conns[value].execute("SELECT status FROM rag.ask(%s, %s, 5)", (question, tenant))
-                got[value] = (status.fetchone()[0], (time.perf_counter() - t0) * 1000)
-                ms.setdefault((cls, value), []).append(got[value][1])
-            differ += got["1"][0] != got["0"][0]
-            diff.setdefault(cls, []).append(got["1"][1] - got["0"][1])
+                row = conns[value].execute("SELECT status FROM rag.ask(%s, %s, 5)", (question, tenant))
+                status[value] = row.fetchone()[0]
+                got[("ask", value)] = (time.perf_counter() - t0) * 1000
+                if embed:
+                    t0 = time.perf_counter()
+                    conns[value].execute("SELECT rag.embed(%s)", (question,)).fetchone()
+                    got[("embed", value)] = (time.perf_counter() - t0) * 1000
+            differ += status[a] != status[b]
+            for call in calls:
+                for value in values:
+                    ms.setdefault((cls, call, value), []).append(got[(call, value)])
+                diff.setdefault((cls, call), []).append(got[(call, a)] - got[(call, b)])
     for c in conns.values():
         c.close()
-    print(f"one client: {len(qs)} questions x {rounds} rounds, rag.ask (embedded in the database), paired")
+    print(f"one client: {len(qs)} questions x {rounds} rounds, paired ({setting} {a} against {b})")
     print(
-        "| class | background_embedding 1: p50 / p95 ms | 0: p50 / p95 ms | 1 / 0 p50 "
-        "| median paired 1 - 0 ms | 1 faster |"
+        f"| class | call | {setting} {a}: p50 / p95 ms | {b}: p50 / p95 ms | {a} / {b} p50 "
+        f"| median paired {a} - {b} ms | {a} faster |"
     )
-    print("|---|---|---|---|---|---|")
-    for cls in sorted(diff):
-        on, off = ms[(cls, "1")], ms[(cls, "0")]
-        d = diff[cls]
+    print("|---|---|---|---|---|---|---|")
+    for cls, call in sorted(diff):
+        x, y = ms[(cls, call, a)], ms[(cls, call, b)]
+        d = diff[(cls, call)]
+        mx, my = statistics.median(x), statistics.median(y)
         print(
-            f"| {cls} | {statistics.median(on):.2f} / {pct(on, 0.95):.2f} | {statistics.median(off):.2f} / "
-            f"{pct(off, 0.95):.2f} | {statistics.median(on) / statistics.median(off):.3f} | "
-            f"{statistics.median(d):+.2f} | {100 * sum(x < 0 for x in d) // len(d)}% |"
+            f"| {cls} | {call} | {mx:.2f} / {pct(x, 0.95):.2f} | {my:.2f} / {pct(y, 0.95):.2f} | "
+            f"{mx / my:.3f} | {statistics.median(d):+.2f} | {100 * sum(v < 0 for v in d) // len(d)}% |"
         )
     print(f"statuses differ between the two in {differ} pairs")
 
 
-def load(dbname: str, clients: int, duration: int, warmup: int, rounds: int, values: list[str]) -> None:
+def load(
+    dbname: str, clients: int, duration: int, warmup: int, rounds: int, setting: str, values: list[str]
+) -> None:
     print(f"\npgbench, {clients} clients, last {duration} s of {warmup} + {duration} s, settings alternated")
-    print("| round | background_embedding | tps | p50 / p95 / p99 ms | failed |")
+    print(f"| round | {setting} | tps | p50 / p95 / p99 ms | failed |")
     print("|---|---|---|---|---|")
     tps: dict[str, list[float]] = {}
     for r in range(rounds):
         for value in values if r % 2 == 0 else values[::-1]:
-            bench_scale.set_setting(dbname, SETTING, value)
+            bench_scale.set_setting(dbname, setting, value)
             b = bench_scale.run_pgbench(dbname, clients, duration, warmup)
             q = b["window_latency_ms"]
             tps.setdefault(value, []).append(b["window_tps"])
@@ -112,10 +129,8 @@ def load(dbname: str, clients: int, duration: int, warmup: int, rounds: int, val
                 f"| {r + 1} | {value} | {b['window_tps']} | {q.get('p50')} / {q.get('p95')} / "
                 f"{q.get('p99')} | {b['window_failed']} (whole run {b['failed']}) |"
             )
-    print(
-        "mean tps: "
-        + ", ".join(f"background_embedding {v}: {statistics.mean(t):.1f}" for v, t in sorted(tps.items()))
-    )
+    means = ", ".join(f"{setting} {v}: {statistics.mean(t):.1f}" for v, t in sorted(tps.items()))
+    print(f"mean tps: {means}")
 
 
 def main() -> None:
@@ -126,21 +141,27 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=30)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--no-load", action="store_true", help="one client only, no pgbench")
+    ap.add_argument("--setting", default=SETTING, help="a setting read when a backend loads the model")
+    ap.add_argument("--pair", default="1,0", help="the two values the one-client run compares")
+    ap.add_argument("--embed", action="store_true", help="time rag.embed(question) too")
     ap.add_argument(
         "--load-settings",
         default="1,0",
-        help="the values of background_embedding pgbench alternates (1: while a core is to spare, 2: always)",
+        help="the values pgbench alternates (background_embedding 1: while a core is to spare, 2: always)",
     )
     args = ap.parse_args()
     dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
-    before = bench_scale.setting_as_set(dbname, SETTING)
+    pair = tuple(v.strip() for v in args.pair.split(","))
+    if len(pair) != 2:
+        ap.error("--pair takes two values")
+    before = bench_scale.setting_as_set(dbname, args.setting)
     try:
-        one_client(dbname, args.per_class, args.rounds)
+        one_client(dbname, args.per_class, args.rounds, args.setting, pair, args.embed)
         if not args.no_load:
             values = [v.strip() for v in args.load_settings.split(",") if v.strip()]
-            load(dbname, args.clients, args.duration, args.warmup, args.rounds, values)
+            load(dbname, args.clients, args.duration, args.warmup, args.rounds, args.setting, values)
     finally:
-        bench_scale.set_setting(dbname, SETTING, before)
+        bench_scale.set_setting(dbname, args.setting, before)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ def _setting(plpy, name: str, default: str) -> str:
 
 def model(plpy, GD):
     """The backend's embedding model (embed.load_model: the ONNX export, else sentence-transformers),
-    loaded on first use with the setting torch_threads threads."""
+    loaded on first use with the setting torch_threads threads, its weights on huge pages unless the setting
+    embedding_huge_pages is 0."""
     if "model" in GD:
         return GD["model"]
     threads = _setting(plpy, "torch_threads", "1")
@@ -46,7 +47,12 @@ def model(plpy, GD):
     except ValueError:
         plpy.error(f'setting torch_threads must be a positive integer, not "{threads}"', sqlstate="22023")
     try:
-        return embed.load_model(GD, threads_n)
+        # rag.set_config keeps it a number in [0, 1]: anything but 0 is on (it chooses how memory is paged)
+        huge_pages = float(_setting(plpy, "embedding_huge_pages", "1")) != 0
+    except ValueError:
+        huge_pages = True
+    try:
+        return embed.load_model(GD, threads_n, huge_pages=huge_pages)
     except ImportError as e:
         plpy.error(
             f"pgcite_python: the DB-side Python environment is incomplete ({e})",

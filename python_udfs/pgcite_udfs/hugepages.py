@@ -1,0 +1,131 @@
+"""The embedding model's weights on transparent huge pages.
+
+One transformer run of a question reads every weight of the six layers (about 42 MB of prepacked fp32
+matrices) and little else: with 4 kB pages that is some 10,000 pages per run, more than the TLB holds, so
+each run pays page walks. On 2 MB pages it is about 20. Measured on the 2-core Zen 2 machine (one intra-op
+thread, the dev questions, session.run as thread CPU time): 9.7-10.2 ms p50 on 4 kB pages, 8.5-8.6 ms with
+the session's memory collapsed into huge pages (docs/BENCHMARKS.md, session 19).
+
+onnxruntime allocates those weights with malloc while the session is made, and has no option for huge pages;
+glibc's own (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) is read when a process starts, which for a PostgreSQL
+backend is the postmaster's environment. So `backed_by_huge_pages` notes the process's private anonymous
+memory before the session is made, and afterwards asks the kernel (madvise) to back what appeared or grew
+meanwhile with huge pages: MADV_HUGEPAGE (later faults and khugepaged) and MADV_COLLAPSE (now, Linux 6.1 or
+later). Neither changes the memory's contents, and only whole 2 MB ranges inside those regions are advised,
+which the process had already filled, so the resident size barely changes (the regions are the session's
+own; memory the process had before, such as PostgreSQL's, is left alone, and shared memory is never
+touched).
+
+The machine's policy is kept: with /sys/kernel/mm/transparent_hugepage/enabled at "never" (or a kernel
+without transparent huge pages) nothing is advised. Any madvise error (an older kernel: EINVAL) only means
+the weights stay on small pages.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from contextlib import contextmanager
+
+HUGE_PAGE = 2 << 20
+MADV_HUGEPAGE = 14
+MADV_COLLAPSE = 25
+THP_ENABLED = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+
+def policy(path: str = THP_ENABLED) -> str | None:
+    """The kernel's transparent huge page policy (always, madvise or never), None when it has none."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    for word in text.split():
+        if word.startswith("[") and word.endswith("]"):
+            return word[1:-1]
+    return None
+
+
+def private_anonymous(maps_text: str) -> dict[int, int]:
+    """start -> end of the writable private anonymous regions (and the heap) of a /proc/<pid>/maps text."""
+    out: dict[int, int] = {}
+    for line in maps_text.splitlines():
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        perms = fields[1]
+        name = fields[5] if len(fields) > 5 else ""
+        if len(perms) < 4 or perms[0] != "r" or perms[1] != "w" or perms[3] != "p":
+            continue
+        if name not in ("", "[heap]"):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        out[start] = end
+    return out
+
+
+def grown(before: dict[int, int], after: dict[int, int]) -> list[tuple[int, int]]:
+    """The address ranges of `after` that `before` did not have (a new region whole, a region that grew past
+    its old end by its new part), each narrowed to whole huge pages; ranges shorter than one are dropped."""
+    out = []
+    for start, end in sorted(after.items()):
+        lo = start
+        if start in before:
+            if end <= before[start]:
+                continue
+            lo = before[start]
+        lo = (lo + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)
+        hi = end & ~(HUGE_PAGE - 1)
+        if hi - lo >= HUGE_PAGE:
+            out.append((lo, hi))
+    return out
+
+
+def _read_maps() -> str:
+    with open("/proc/self/maps") as f:
+        return f.read()
+
+
+def advise(ranges: list[tuple[int, int]]) -> int:
+    """madvise each range MADV_HUGEPAGE then MADV_COLLAPSE; returns the bytes the kernel collapsed."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    libc.madvise.restype = ctypes.c_int
+    collapsed = 0
+    for lo, hi in ranges:
+        libc.madvise(lo, hi - lo, MADV_HUGEPAGE)
+        if libc.madvise(lo, hi - lo, MADV_COLLAPSE) == 0:
+            collapsed += hi - lo
+    return collapsed
+
+
+class Outcome:
+    """What `backed_by_huge_pages` did: the ranges it advised and the bytes the kernel collapsed."""
+
+    __slots__ = ("ranges", "collapsed")
+
+    def __init__(self) -> None:
+        self.ranges: list[tuple[int, int]] = []
+        self.collapsed = 0
+
+
+@contextmanager
+def backed_by_huge_pages(enabled: bool = True):
+    """Backs the private memory the body allocates with huge pages when it is done (see the module's
+    docstring). Yields an Outcome, filled in on exit. A no-op when not enabled, when the kernel's policy is
+    never, or when /proc/self/maps cannot be read."""
+    outcome = Outcome()
+    before = None
+    if enabled and policy() in ("always", "madvise"):
+        try:
+            before = private_anonymous(_read_maps())
+        except OSError:
+            before = None
+    yield outcome
+    if before is None:
+        return
+    try:
+        outcome.ranges = grown(before, private_anonymous(_read_maps()))
+    except OSError:
+        return
+    outcome.collapsed = advise(outcome.ranges)

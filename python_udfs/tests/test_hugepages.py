@@ -1,0 +1,117 @@
+"""hugepages.py: which memory is advised, that the machine's policy is kept, and that the model's vectors do
+not change when its weights move to huge pages."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from pgcite_udfs import embed, hugepages
+
+H = hugepages.HUGE_PAGE
+MAPS = """\
+55d0c0000000-55d0c0021000 r--p 00000000 fd:01 1234   /usr/lib/postgresql/15/bin/postgres
+55d0c2000000-55d0c2800000 rw-p 00000000 00:00 0      [heap]
+7f0000000000-7f0000600000 rw-p 00000000 00:00 0
+7f0000600000-7f0000a00000 rw-s 00000000 00:01 99     /dev/zero (deleted)
+7f0000a00000-7f0001000000 r--p 00000000 00:00 0
+7f0001000000-7f0001400000 rw-p 00000000 fd:01 777    /usr/lib/x86_64-linux-gnu/libonnxruntime.so
+7ffc00000000-7ffc00200000 rw-p 00000000 00:00 0      [stack]
+"""
+
+
+def _anon_huge_kb(lo: int, hi: int) -> int:
+    """AnonHugePages (kB) of this process's mappings overlapping [lo, hi)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                start, end = (int(x, 16) for x in head.split("-"))
+                inside = start < hi and end > lo
+            elif inside and line.startswith("AnonHugePages:"):
+                total += int(line.split()[1])
+    return total
+
+
+def _kernel_collapses() -> bool:
+    """MADV_COLLAPSE: Linux 6.1 or later."""
+    major, minor = (int("".join(c for c in x if c.isdigit()) or 0) for x in os.uname().release.split(".")[:2])
+    return (major, minor) >= (6, 1)
+
+
+def test_policy_reads_the_bracketed_word(tmp_path):
+    for text, want in [
+        ("always [madvise] never\n", "madvise"),
+        ("[always] madvise never\n", "always"),
+        ("always madvise [never]\n", "never"),
+        ("garbage\n", None),
+    ]:
+        (tmp_path / "enabled").write_text(text)
+        assert hugepages.policy(str(tmp_path / "enabled")) == want
+    assert hugepages.policy(str(tmp_path / "missing")) is None
+
+
+def test_only_private_anonymous_writable_memory_and_the_heap_are_candidates():
+    regions = hugepages.private_anonymous(MAPS)
+    assert regions == {0x55D0C2000000: 0x55D0C2800000, 0x7F0000000000: 0x7F0000600000}
+    # shared memory (PostgreSQL's), read-only, file-backed and the stack are never touched
+
+
+def test_grown_keeps_new_regions_and_the_new_tail_of_grown_ones_in_whole_huge_pages():
+    before = {0x100000000: 0x100000000 + 4 * H, 0x200000000: 0x200000000 + 2 * H}
+    after = {
+        0x100000000: 0x100000000 + 7 * H + 4096,  # grew: its new part, whole pages only
+        0x200000000: 0x200000000 + 2 * H,  # unchanged
+        0x300000000 + 4096: 0x300000000 + 3 * H,  # new, unaligned start
+        0x400000000: 0x400000000 + H - 4096,  # new, under one huge page
+    }
+    assert hugepages.grown(before, after) == [
+        (0x100000000 + 4 * H, 0x100000000 + 7 * H),
+        (0x300000000 + H, 0x300000000 + 3 * H),
+    ]
+    assert hugepages.grown(after, after) == []
+    # a region that shrank is not advised
+    assert hugepages.grown({0x500000000: 0x500000000 + 8 * H}, {0x500000000: 0x500000000 + 4 * H}) == []
+
+
+def test_disabled_advises_nothing():
+    with hugepages.backed_by_huge_pages(enabled=False) as outcome:
+        block = np.ones(16 * H // 4, dtype=np.float32)
+    assert outcome.ranges == [] and outcome.collapsed == 0
+    del block
+
+
+def test_the_policy_never_is_kept(monkeypatch):
+    monkeypatch.setattr(hugepages, "policy", lambda path=hugepages.THP_ENABLED: "never")
+    with hugepages.backed_by_huge_pages() as outcome:
+        block = np.ones(16 * H // 4, dtype=np.float32)
+    assert outcome.ranges == [] and outcome.collapsed == 0
+    del block
+
+
+def test_memory_allocated_in_the_block_is_collapsed_into_huge_pages():
+    if hugepages.policy() not in ("always", "madvise"):
+        pytest.skip(f"transparent huge pages are {hugepages.policy()} on this machine")
+    with hugepages.backed_by_huge_pages() as outcome:
+        block = np.ones(32 * H // 4, dtype=np.float32)  # 64 MB, written: resident
+    lo, hi = block.ctypes.data, block.ctypes.data + block.nbytes
+    assert any(a < hi and b > lo for a, b in outcome.ranges), "the new block was not advised"
+    if not _kernel_collapses():
+        pytest.skip("MADV_COLLAPSE needs Linux 6.1")
+    assert outcome.collapsed >= 16 * H
+    assert _anon_huge_kb(lo, hi) >= 16 * H // 1024, "the block is not on huge pages"
+    assert float(block.sum()) == block.size, "the block's contents changed"
+
+
+def test_the_models_vectors_are_the_same_on_huge_pages():
+    if not embed.onnx_export_current():
+        pytest.skip("no current ONNX export (make setup makes it)")
+    texts = ["How do I prevent transaction ID wraparound failures?", "vacuum", "GIN indexes are inverted."]
+    plain = embed.load_onnx(threads=1, huge_pages=False)
+    huge = embed.load_onnx(threads=1, huge_pages=True)
+    assert plain.huge_pages.ranges == []
+    if hugepages.policy() in ("always", "madvise") and _kernel_collapses():
+        assert huge.huge_pages.collapsed >= 32 * H, "the session's weights were not collapsed"
+    assert np.array_equal(plain.encode(texts), huge.encode(texts))

@@ -1,0 +1,82 @@
+"""The embedding model's weights on transparent huge pages in a backend (setting embedding_huge_pages,
+pgcite_udfs/hugepages.py): on by default, off with the setting 0, the same vectors either way, and no tenant
+role can change it."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from conftest import connect, fails
+
+from pgcite_udfs import hugepages
+
+QUESTION = "How do I prevent transaction ID wraparound failures?"
+
+
+def anon_huge_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1])
+    except PermissionError:
+        pytest.skip("this test runs as another OS user than the server and cannot read its memory map")
+    raise AssertionError("no AnonHugePages line")
+
+
+def kernel_collapses() -> bool:
+    major, minor = (int("".join(c for c in x if c.isdigit()) or 0) for x in os.uname().release.split(".")[:2])
+    return (major, minor) >= (6, 1)
+
+
+@pytest.fixture(scope="module")
+def reader(pg, db):
+    role = f"hp_reader_{uuid.uuid4().hex[:8]}"
+    with pg.admin(db) as a:
+        a.execute(f"CREATE ROLE {role} LOGIN IN ROLE pgcite_reader")
+        a.execute("SELECT rag.grant_tenant('tiny', %s)", (role,))
+    yield role
+    with pg.admin(db) as a:
+        a.execute("SELECT rag.revoke_tenant('tiny', %s)", (role,))
+        a.execute(f"DROP OWNED BY {role}")
+        a.execute(f"DROP ROLE {role}")
+
+
+def embedded(pg, db, role) -> tuple[int, str, str]:
+    """A new connection of role: its backend's AnonHugePages (kB) after its first embedding, that vector and
+    the status of an ask."""
+    with connect(pg, db, role) as c:
+        pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+        vec = c.execute("SELECT rag.embed(%s)::text", (QUESTION,)).fetchone()[0]
+        status = c.execute("SELECT status FROM rag.ask(%s, 'tiny', 5)", (QUESTION,)).fetchone()[0]
+        return anon_huge_kb(pid), vec, status
+
+
+def test_the_models_weights_are_on_huge_pages_unless_the_setting_is_0(pg, db, reader):
+    if hugepages.policy() not in ("always", "madvise") or not kernel_collapses():
+        pytest.skip(f"transparent huge pages {hugepages.policy()}, kernel {os.uname().release}")
+    on_kb, on_vec, on_status = embedded(pg, db, reader)
+    with pg.admin(db) as a:
+        a.execute("SELECT rag.set_config('embedding_huge_pages', '0')")
+    try:
+        off_kb, off_vec, off_status = embedded(pg, db, reader)
+    finally:
+        with pg.admin(db) as a:
+            a.execute("SELECT rag.set_config('embedding_huge_pages', NULL)")
+    assert on_kb >= 64 * 1024, f"only {on_kb} kB of the backend on huge pages"
+    if hugepages.policy() == "madvise":  # with "always" the kernel may use them for any memory
+        assert off_kb == 0
+    assert on_vec == off_vec and on_status == off_status
+
+
+def test_no_tenant_role_chooses_it(pg, db, reader):
+    with connect(pg, db, reader) as c:
+        assert fails(c, "SELECT rag.set_config('embedding_huge_pages', '0')") == "42501"
+    with connect(pg, db, reader) as c:
+        c.execute("SET pgcite.embedding_huge_pages = '0'")
+        # a session's own value is refused, not silently ignored, before the model loads
+        assert fails(c, "SELECT rag.embed(%s)", (QUESTION,)) == "42501"
+    with pg.admin(db) as a:
+        assert a.execute("SELECT value FROM rag.settings WHERE name = 'embedding_huge_pages'").fetchone()[0] == "1"
