@@ -198,10 +198,11 @@ COMMENT ON FUNCTION rag._term_weights(text, regconfig, text, float8) IS
 'Internal: how specific each word of a text is in a tenant (1 - a + a x idf over its live chunks), by content term '
 'and by lexeme, for weighting the question''s words in span scores (weights.idf).';
 
--- The question's term weights of rag._sentence_scores (weights.idf; {} without): rag._term_weights of the tenant of
--- p_chunk (a chunk of the passages), each content term once with its highest weight. rag._answer computes them
--- once for the passages' and the section chunks' spans (they depend on the question and the tenant only).
-CREATE OR REPLACE FUNCTION rag._question_term_weights(p_question text, p_chunk bigint)
+-- The question's term weights of rag._sentence_scores (weights.idf; {} without): rag._term_weights of a tenant,
+-- each content term once with its highest weight. They depend on the question and the tenant only: rag._answer
+-- computes them once, before retrieval (they then run while the question's embedding is computed in the
+-- background), for the passages' and the section chunks' spans.
+CREATE OR REPLACE FUNCTION rag._tenant_term_weights(p_question text, p_tenant text, p_config regconfig)
 RETURNS jsonb
 LANGUAGE plpgsql
 STABLE
@@ -212,18 +213,35 @@ DECLARE
     w_idf float8 := coalesce((rag._quote_weights() ->> 'idf')::float8, 0);
     term_w jsonb := '{}';
 BEGIN
-    IF w_idf > 0 THEN
+    IF w_idf > 0 AND p_tenant IS NOT NULL THEN
         SELECT coalesce(pg_catalog.jsonb_object_agg(x.term, x.weight), '{}') INTO term_w
         FROM (
             SELECT DISTINCT ON (tw.term) tw.term, tw.weight
-            FROM rag.chunk AS c
-            INNER JOIN rag.tenant AS t ON t.tenant = c.tenant,
-                rag._term_weights(c.tenant, t.ts_config, p_question, w_idf) AS tw
-            WHERE c.chunk_id = p_chunk AND tw.term IS NOT NULL
+            FROM rag._term_weights(p_tenant, p_config, p_question, w_idf) AS tw
+            WHERE tw.term IS NOT NULL
             ORDER BY tw.term, tw.weight DESC
         ) AS x;
     END IF;
     RETURN term_w;
+END
+$fn$;
+COMMENT ON FUNCTION rag._tenant_term_weights(text, text, regconfig) IS
+'Internal: {term: weight} of the question''s content terms in a tenant (weights.idf; {} without), for '
+'rag._sentence_scores.';
+
+-- The same for the tenant of p_chunk (a chunk of the passages; {} for none): what rag._sentence_scores computes
+-- when its caller passes no term weights.
+CREATE OR REPLACE FUNCTION rag._question_term_weights(p_question text, p_chunk bigint)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    t rag.tenant;
+BEGIN
+    SELECT x.* INTO t FROM rag.chunk AS c INNER JOIN rag.tenant AS x ON x.tenant = c.tenant WHERE c.chunk_id = p_chunk;
+    RETURN rag._tenant_term_weights(p_question, t.tenant, t.ts_config);
 END
 $fn$;
 COMMENT ON FUNCTION rag._question_term_weights(text, bigint) IS

@@ -235,6 +235,15 @@ BEGIN
     );
     -- and a short definition question's term (rag._defined_term)
     defined := rag._defined_term(t.ts_config, corrected);
+    -- the overlap part of span scores reads the question as embedded: typo-corrected when a word was unknown to
+    -- the corpus (rag._embedding_text), as the lexical path's query is
+    as_embedded := rag._embedding_text(p_question, corrected);
+    -- and its terms' weights in the tenant (rag._tenant_term_weights; the question and the tenant are all they
+    -- read), where the span scores will use them whatever the passages: with pgcite_python, which embeds the
+    -- sentences of a passage stored without them (the lexical path's condition is read after retrieval, below)
+    IF pg_catalog.to_regprocedure('rag._sentence_vectors(jsonb)') IS NOT NULL THEN
+        term_weights := rag._tenant_term_weights(as_embedded, t.tenant, t.ts_config);
+    END IF;
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'rank', x.fused_rank, 'chunk_id', x.chunk_id, 'doc_key', x.doc_key, 'chunk_index', x.chunk_index,
@@ -291,12 +300,10 @@ BEGIN
         FROM (SELECT pg_catalog.cardinality(names)::float8 AS n) AS n;
     END IF;
 
-    -- the overlap part of span scores reads the question as embedded: typo-corrected when a word was unknown to
-    -- the corpus (rag._embedding_text), as the lexical path's query is
-    as_embedded := rag._embedding_text(p_question, corrected);
     -- the question's term weights, once for the passages' and the section chunks' spans; not for the lexical path
-    -- (rag._sentence_scores is NULL when a passage has no stored sentences and pgcite_python is absent)
-    IF pg_catalog.to_regprocedure('rag._sentence_vectors(jsonb)') IS NOT NULL OR NOT EXISTS (
+    -- (rag._sentence_scores is NULL when a passage has no stored sentences and pgcite_python is absent). With
+    -- pgcite_python they were computed before retrieval (above).
+    IF term_weights IS NULL AND NOT EXISTS (
         SELECT FROM pg_catalog.unnest(ids[1:n_passages]) AS r (id)
         WHERE NOT EXISTS (SELECT FROM rag.sentence AS s WHERE s.chunk_id = r.id)) THEN
         term_weights := rag._question_term_weights(as_embedded, ids[1]);

@@ -50,7 +50,7 @@ BEGIN
             '_generate', '_generation_step', '_enforce_reply', '_recheck_generation', '_support_scores',
             '_candidates', '_coverage', '_live_chunks', '_term_weights', '_span_score_bounds', '_may_score_at_least',
             '_answer_options', '_require_generator', '_question_term_weights', '_lexical_sentences', '_word_terms',
-            '_title_question') THEN
+            '_title_question', '_tenant_term_weights') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
             -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
@@ -67,6 +67,7 @@ BEGIN
             -- SECURITY DEFINER functions too (security round 10: each raised 42501 for the writer it was granted to)
             -- (rag._word_terms: only rag._term_weights calls it, issue #10 session 15)
             -- (rag._title_question: only rag._candidates calls it, issue #10 session 16)
+            -- (rag._tenant_term_weights: only rag._answer and rag._question_term_weights, issue #10 session 19)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             -- readers: what row level security, rag.embed and rag.verify run as the reader (rag.verify called
