@@ -77,10 +77,12 @@ def probe_sources(sql_dir: Path) -> list[str]:
     """pg_temp._ask_probe and the probes it calls (see the module docstring)."""
     ask_src = (sql_dir / "070-ask.sql").read_text()
     answer_src = (sql_dir / "055-answer.sql").read_text()
-    retrieve_src = (sql_dir / "040-retrieve.sql").read_text()
+    # rag._prepare_question: in 039-question.sql since 040-retrieve.sql was split (older versions: 040)
+    question_file = sql_dir / "039-question.sql"
+    question_src = (question_file if question_file.is_file() else sql_dir / "040-retrieve.sql").read_text()
     audit_src = (sql_dir / "080-audit.sql").read_text()
 
-    prep = function_source(retrieve_src, "_prepare_question")
+    prep = function_source(question_src, "_prepare_question")
     prep = with_laps(
         prep,
         [
