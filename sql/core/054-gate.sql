@@ -1,7 +1,7 @@
 -- Gate helpers (rag._answer): which of the question's words count as evidence that the passages answer it, and
 -- the proper names it spells out. PL/pgSQL, not LANGUAGE sql: with SET search_path a SQL function is never
 -- inlined and was parsed and planned again on every ask (and on every call from another function); PL/pgSQL keeps
--- its plans for the session (issue #10, session 10; the same for 040's, 053's and 055's small helpers).
+-- its plans for the session (issue #10, session 10; the same for 039's, 040's, 053's and 055's small helpers).
 
 -- The question's words (lexemes of the corrected question) as evidence, over the top passages p_ids:
 --   * generic: in more than 15 % of the tenant's live chunks (p_live of them): such a word says little about what
