@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 from conftest import connect, fails
-
 from pgcite_udfs import hugepages
 
 QUESTION = "How do I prevent transaction ID wraparound failures?"
@@ -44,28 +43,32 @@ def reader(pg, db):
         a.execute(f"DROP ROLE {role}")
 
 
-def embedded(pg, db, role) -> tuple[int, str, str]:
-    """A new connection of role: its backend's AnonHugePages (kB) after its first embedding, that vector and
-    the status of an ask."""
+def embedded(pg, db, role) -> tuple[int, str, str, dict]:
+    """A new connection of role: its backend's AnonHugePages (kB) after its first embedding, that vector, the
+    status of an ask and rag.python_info()."""
     with connect(pg, db, role) as c:
         pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+        info = c.execute("SELECT rag.python_info()").fetchone()[0]
+        assert info["model_loaded"] is False and info["model_huge_pages_mb"] is None
         vec = c.execute("SELECT rag.embed(%s)::text", (QUESTION,)).fetchone()[0]
         status = c.execute("SELECT status FROM rag.ask(%s, 'tiny', 5)", (QUESTION,)).fetchone()[0]
-        return anon_huge_kb(pid), vec, status
+        return anon_huge_kb(pid), vec, status, c.execute("SELECT rag.python_info()").fetchone()[0]
 
 
 def test_the_models_weights_are_on_huge_pages_unless_the_setting_is_0(pg, db, reader):
     if hugepages.policy() not in ("always", "madvise") or not kernel_collapses():
         pytest.skip(f"transparent huge pages {hugepages.policy()}, kernel {os.uname().release}")
-    on_kb, on_vec, on_status = embedded(pg, db, reader)
+    on_kb, on_vec, on_status, on_info = embedded(pg, db, reader)
     with pg.admin(db) as a:
         a.execute("SELECT rag.set_config('embedding_huge_pages', '0')")
     try:
-        off_kb, off_vec, off_status = embedded(pg, db, reader)
+        off_kb, off_vec, off_status, off_info = embedded(pg, db, reader)
     finally:
         with pg.admin(db) as a:
             a.execute("SELECT rag.set_config('embedding_huge_pages', NULL)")
     assert on_kb >= 64 * 1024, f"only {on_kb} kB of the backend on huge pages"
+    assert on_info["embedding_backend"] == off_info["embedding_backend"] == "onnx"
+    assert on_info["model_huge_pages_mb"] >= 64 and off_info["model_huge_pages_mb"] == 0
     if hugepages.policy() == "madvise":  # with "always" the kernel may use them for any memory
         assert off_kb == 0
     assert on_vec == off_vec and on_status == off_status
@@ -79,4 +82,5 @@ def test_no_tenant_role_chooses_it(pg, db, reader):
         # a session's own value is refused, not silently ignored, before the model loads
         assert fails(c, "SELECT rag.embed(%s)", (QUESTION,)) == "42501"
     with pg.admin(db) as a:
-        assert a.execute("SELECT value FROM rag.settings WHERE name = 'embedding_huge_pages'").fetchone()[0] == "1"
+        row = a.execute("SELECT value FROM rag.settings WHERE name = 'embedding_huge_pages'").fetchone()
+        assert row[0] == "1"

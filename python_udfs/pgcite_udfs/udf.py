@@ -76,6 +76,20 @@ CANCEL_SLICE = 32
 BYTES_PER_VECTOR = 64
 
 
+def model_info(GD) -> dict:
+    """What rag.python_info reports of this backend's model: whether it is loaded, by which backend, how many
+    texts it embedded, and how much of its memory the kernel put on huge pages (hugepages.py; None for the
+    torch fallback or before the model loads)."""
+    model = GD.get("model")
+    outcome = getattr(model, "huge_pages", None)
+    return {
+        "model_loaded": model is not None,
+        "embedding_backend": None if model is None else embed.backend(model),
+        "model_huge_pages_mb": None if outcome is None else outcome.collapsed >> 20,
+        "embedded_texts": GD.get("embedded_texts", 0),
+    }
+
+
 def embed_texts(plpy, GD, texts) -> list[str]:
     """pgvector literals for texts (None stays None), in batched encodes of CANCEL_SLICE texts. 54000 when
     the texts together are longer than the setting max_document_bytes, or when there are more of them (NULLs

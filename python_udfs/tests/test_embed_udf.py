@@ -80,7 +80,7 @@ def test_bad_thread_setting_is_22023():
 
 
 def test_missing_packages_are_pc001_with_a_hint(monkeypatch):
-    def broken(cache, threads):
+    def broken(cache, threads, huge_pages=True):
         raise ImportError("No module named 'torch'")
 
     monkeypatch.setattr(embed, "load_model", broken)
@@ -89,8 +89,22 @@ def test_missing_packages_are_pc001_with_a_hint(monkeypatch):
     assert e.value.kw["sqlstate"] == udf.ENV_MISSING and "make setup" in e.value.kw["hint"]
 
 
+def test_the_setting_embedding_huge_pages_reaches_the_loader(monkeypatch):
+    seen = []
+
+    def loader(cache, threads, huge_pages=True):
+        seen.append(huge_pages)
+        return object()
+
+    monkeypatch.setattr(embed, "load_model", loader)
+    cases = [({}, True), ({"embedding_huge_pages": "1"}, True), ({"embedding_huge_pages": "0"}, False)]
+    for settings, want in cases:
+        udf.model(FakePlpy(settings), {})
+        assert seen[-1] is want
+
+
 def test_unloadable_model_is_pc002(monkeypatch):
-    def broken(cache, threads):
+    def broken(cache, threads, huge_pages=True):
         raise OSError("model.safetensors: no such file")
 
     monkeypatch.setattr(embed, "load_model", broken)

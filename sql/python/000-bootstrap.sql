@@ -50,11 +50,10 @@ AS $fn$
 import json
 import sys
 site = plpy.execute("SELECT rag._python_init() AS s")[0]["s"]
-from pgcite_udfs import embed
+from pgcite_udfs import embed, udf
 return json.dumps({"python": sys.version.split()[0], "executable": sys.executable, "site_packages": site,
-                   "model": embed.MODEL_NAME, "model_loaded": "model" in GD,
-                   "embedded_texts": GD.get("embedded_texts", 0)})
+                   "model": embed.MODEL_NAME, **udf.model_info(GD)})
 $fn$;
 COMMENT ON FUNCTION rag.python_info() IS
-'The Python that PL/Python embeds, the DB-side venv in use, whether this backend has loaded the model and how '
-'many texts it has embedded.';
+'The Python that PL/Python embeds, the DB-side venv in use, whether this backend has loaded the model (onnx or '
+'torch; the MB of its memory on huge pages) and how many texts it has embedded.';
