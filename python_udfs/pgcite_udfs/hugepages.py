@@ -24,7 +24,6 @@ the weights stay on small pages.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from contextlib import contextmanager
 
 HUGE_PAGE = 2 << 20
@@ -88,7 +87,8 @@ def _read_maps() -> str:
 
 def advise(ranges: list[tuple[int, int]]) -> int:
     """madvise each range MADV_HUGEPAGE then MADV_COLLAPSE; returns the bytes the kernel collapsed."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    # the process's own symbols, libc's among them (ctypes.util.find_library would run ldconfig)
+    libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     libc.madvise.restype = ctypes.c_int
     collapsed = 0
