@@ -9,12 +9,13 @@ the session's memory collapsed into huge pages (docs/BENCHMARKS.md, session 19).
 onnxruntime allocates those weights with malloc while the session is made, and has no option for huge pages;
 glibc's own (GLIBC_TUNABLES=glibc.malloc.hugetlb=1) is read when a process starts, which for a PostgreSQL
 backend is the postmaster's environment. So `backed_by_huge_pages` notes the process's private anonymous
-memory before the session is made, and afterwards asks the kernel (madvise) to back what appeared or grew
-meanwhile with huge pages: MADV_HUGEPAGE (later faults and khugepaged) and MADV_COLLAPSE (now, Linux 6.1 or
-later). Neither changes the memory's contents, and only whole 2 MB ranges inside those regions are advised,
-which the process had already filled, so the resident size barely changes (the regions are the session's
-own; memory the process had before, such as PostgreSQL's, is left alone, and shared memory is never
-touched).
+memory before the session is made, and afterwards asks the kernel (madvise) to back the addresses that became
+private anonymous memory meanwhile with huge pages: MADV_HUGEPAGE (later faults and khugepaged) and
+MADV_COLLAPSE (now, Linux 6.1 or later). Neither changes the memory's contents. Only whole 2 MB ranges of
+those addresses are advised, which the session had already filled, so the resident size grows little (about
+12 MB a backend, where small pages had gaps); memory the process had before, such as PostgreSQL's, is left
+alone (by address: a new mapping the kernel merged with an old one counts for its new part only), and shared
+memory is never touched.
 
 The machine's policy is kept: with /sys/kernel/mm/transparent_hugepage/enabled at "never" (or a kernel
 without transparent huge pages) nothing is advised. Any madvise error (an older kernel: EINVAL) only means
@@ -64,19 +65,29 @@ def private_anonymous(maps_text: str) -> dict[int, int]:
 
 
 def grown(before: dict[int, int], after: dict[int, int]) -> list[tuple[int, int]]:
-    """The address ranges of `after` that `before` did not have (a new region whole, a region that grew past
-    its old end by its new part), each narrowed to whole huge pages; ranges shorter than one are dropped."""
+    """The address ranges of `after` that no region of `before` covered, each narrowed to whole huge pages;
+    ranges shorter than one are dropped. By address, not by region: the kernel merges a new mapping with an
+    adjacent old one (mmap grows down), so a region's start may move while most of it is old memory."""
+    old = sorted(before.items())
     out = []
     for start, end in sorted(after.items()):
+        gaps = []
         lo = start
-        if start in before:
-            if end <= before[start]:
+        for o_start, o_end in old:
+            if o_end <= lo or o_start >= end:
                 continue
-            lo = before[start]
-        lo = (lo + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)
-        hi = end & ~(HUGE_PAGE - 1)
-        if hi - lo >= HUGE_PAGE:
-            out.append((lo, hi))
+            if o_start > lo:
+                gaps.append((lo, o_start))
+            lo = max(lo, o_end)
+            if lo >= end:
+                break
+        if lo < end:
+            gaps.append((lo, end))
+        for g_lo, g_hi in gaps:
+            a = (g_lo + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)
+            b = g_hi & ~(HUGE_PAGE - 1)
+            if b - a >= HUGE_PAGE:
+                out.append((a, b))
     return out
 
 

@@ -72,6 +72,13 @@ def test_grown_keeps_new_regions_and_the_new_tail_of_grown_ones_in_whole_huge_pa
         (0x300000000 + H, 0x300000000 + 3 * H),
     ]
     assert hugepages.grown(after, after) == []
+    # a new mapping the kernel merged with an old region above it: the region's start moved; only the new part
+    old = 0x600000000 + 8 * H
+    assert hugepages.grown({old: old + 8 * H}, {old - 4 * H: old + 8 * H}) == [(old - 4 * H, old)]
+    # a new region between two old ones, merged with both: only the middle
+    merged = {0x700000000: 0x700000000 + 12 * H}
+    two = {0x700000000: 0x700000000 + 4 * H, 0x700000000 + 8 * H: 0x700000000 + 12 * H}
+    assert hugepages.grown(two, merged) == [(0x700000000 + 4 * H, 0x700000000 + 8 * H)]
     # a region that shrank is not advised
     assert hugepages.grown({0x500000000: 0x500000000 + 8 * H}, {0x500000000: 0x500000000 + 4 * H}) == []
 

@@ -259,8 +259,10 @@ BEGIN
                 p_name, g),
             DETAIL = pg_catalog.format('The value in force is "%s". Settings shape answers, the gate and the code '
                 'that runs, so no session, role or client may choose them.', v),
-            HINT = pg_catalog.format('RESET pgcite.%s (or remove it from postgresql.conf); an admin uses '
-                'SELECT rag.set_config(%L, ...).', p_name, p_name);
+            -- (RESET restores the value a connection was opened with, e.g. from PGOPTIONS; an empty one counts as
+            -- none, security review of session 19)
+            HINT = pg_catalog.format('SET pgcite.%s = '''' (or remove it from the connection options, the role''s '
+                'settings or postgresql.conf); an admin uses SELECT rag.set_config(%L, ...).', p_name, p_name);
     END IF;
     RETURN v;
 END
