@@ -260,6 +260,7 @@ def test_huge_pages_never_advise_shared_memory(monkeypatch):
         shared.write(b"x" * size)
         private.write(b"y" * size)
     try:
+        assert outcome.wait(10)
         s_lo, p_lo = _address(shared), _address(private)
         assert advised == [outcome.ranges]
         assert not any(lo < s_lo + size and hi > s_lo for lo, hi in outcome.ranges), "shared memory advised"

@@ -52,7 +52,9 @@ def embedded(pg, db, role) -> tuple[int, str, str, dict]:
         assert info["model_loaded"] is False and info["model_huge_pages_mb"] is None
         vec = c.execute("SELECT rag.embed(%s)::text", (QUESTION,)).fetchone()[0]
         status = c.execute("SELECT status FROM rag.ask(%s, 'tiny', 5)", (QUESTION,)).fetchone()[0]
-        return anon_huge_kb(pid), vec, status, c.execute("SELECT rag.python_info()").fetchone()[0]
+        # python_info waits for the collapse, which runs on a thread of its own after the model loads
+        info = c.execute("SELECT rag.python_info()").fetchone()[0]
+        return anon_huge_kb(pid), vec, status, info
 
 
 def test_the_models_weights_are_on_huge_pages_unless_the_setting_is_0(pg, db, reader):

@@ -32,9 +32,10 @@ unbuffered, so nothing of it is skipped; a plain Python process has finalized it
 from __future__ import annotations
 
 import ctypes
-import signal
 import threading
 from collections import deque
+
+from .threads import block_signals, start_without_signals
 
 # How long `begin` waits for the worker to start the run, and `result` for the run to end: both are bounded by
 # one transformer run of at most max_seq_length word pieces, so these only guard against a worker that died.
@@ -155,18 +156,14 @@ class Background:
 
     def _ensure_thread(self) -> None:
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._loop, name="pgcite-embed", daemon=True)
-            # the thread inherits the caller's signal mask: blocked from its first instruction on, not only
-            # once _loop runs; the caller's mask is restored at once (a signal in between stays pending)
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-            try:
-                self._thread.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            # signals blocked from its first instruction on (threads.py)
+            self._thread = start_without_signals(
+                threading.Thread(target=self._loop, name="pgcite-embed", daemon=True)
+            )
 
     def _loop(self) -> None:
         # PostgreSQL's signal handlers must run on the backend's thread, never on this one
-        signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        block_signals()
         while True:
             with self._cv:
                 while not self._queue:

@@ -82,6 +82,10 @@ def model_info(GD) -> dict:
     torch fallback or before the model loads)."""
     model = GD.get("model")
     outcome = getattr(model, "huge_pages", None)
+    if outcome is not None:
+        # the collapse runs on a thread of its own for about 140 ms after the model loads; waiting here gives
+        # it the GIL to finish
+        outcome.wait(2.0)
     return {
         "model_loaded": model is not None,
         "embedding_backend": None if model is None else embed.backend(model),

@@ -3,6 +3,7 @@ not change when its weights move to huge pages."""
 
 from __future__ import annotations
 
+import mmap
 import os
 
 import numpy as np
@@ -86,7 +87,7 @@ def test_grown_keeps_new_regions_and_the_new_tail_of_grown_ones_in_whole_huge_pa
 def test_disabled_advises_nothing():
     with hugepages.backed_by_huge_pages(enabled=False) as outcome:
         block = np.ones(16 * H // 4, dtype=np.float32)
-    assert outcome.ranges == [] and outcome.collapsed == 0
+    assert outcome.done.is_set() and outcome.ranges == [] and outcome.collapsed == 0
     del block
 
 
@@ -94,7 +95,7 @@ def test_the_policy_never_is_kept(monkeypatch):
     monkeypatch.setattr(hugepages, "policy", lambda path=hugepages.THP_ENABLED: "never")
     with hugepages.backed_by_huge_pages() as outcome:
         block = np.ones(16 * H // 4, dtype=np.float32)
-    assert outcome.ranges == [] and outcome.collapsed == 0
+    assert outcome.done.is_set() and outcome.ranges == [] and outcome.collapsed == 0
     del block
 
 
@@ -102,7 +103,11 @@ def test_memory_allocated_in_the_block_is_collapsed_into_huge_pages():
     if hugepages.policy() not in ("always", "madvise"):
         pytest.skip(f"transparent huge pages are {hugepages.policy()} on this machine")
     with hugepages.backed_by_huge_pages() as outcome:
-        block = np.ones(32 * H // 4, dtype=np.float32)  # 64 MB, written: resident
+        # new memory whatever glibc kept from earlier tests (it serves large blocks from freed memory too)
+        raw = mmap.mmap(-1, 32 * H, flags=mmap.MAP_PRIVATE)
+        block = np.frombuffer(raw, dtype=np.float32)
+        block[:] = 1  # 64 MB, written: resident
+    assert outcome.wait(30), "the collapse did not finish"
     lo, hi = block.ctypes.data, block.ctypes.data + block.nbytes
     assert any(a < hi and b > lo for a, b in outcome.ranges), "the new block was not advised"
     if not _kernel_collapses():
@@ -118,7 +123,46 @@ def test_the_models_vectors_are_the_same_on_huge_pages():
     texts = ["How do I prevent transaction ID wraparound failures?", "vacuum", "GIN indexes are inverted."]
     plain = embed.load_onnx(threads=1, huge_pages=False)
     huge = embed.load_onnx(threads=1, huge_pages=True)
-    assert plain.huge_pages.ranges == []
+    assert plain.huge_pages.ranges == [] and plain.huge_pages.done.is_set()
+    assert huge.huge_pages.wait(30)
     if hugepages.policy() in ("always", "madvise") and _kernel_collapses():
         assert huge.huge_pages.collapsed >= 32 * H, "the session's weights were not collapsed"
     assert np.array_equal(plain.encode(texts), huge.encode(texts))
+
+
+def test_the_collapse_runs_on_a_thread_with_every_signal_blocked(monkeypatch):
+    """The caller does not wait for the collapse (a backend's first embedding goes on meanwhile), and the
+    thread that runs it blocks every signal (PostgreSQL's handlers must run on the backend's thread);
+    synchronous with background=False."""
+    import signal
+    import threading
+
+    started = threading.Event()
+    release = threading.Event()
+    seen = {}
+
+    def slow_advise(ranges):
+        seen["thread"] = threading.current_thread().name
+        seen["mask"] = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        started.set()
+        release.wait(10)
+        return 7
+
+    monkeypatch.setattr(hugepages, "policy", lambda path=hugepages.THP_ENABLED: "madvise")
+    monkeypatch.setattr(hugepages, "advise", slow_advise)
+    # mmap, not numpy: after a large block is freed, glibc serves the next ones from memory it already had
+    with hugepages.backed_by_huge_pages() as outcome:
+        block = mmap.mmap(-1, 8 * H, flags=mmap.MAP_PRIVATE)
+        block.write(b"x" * 8 * H)
+    assert outcome.ranges and started.wait(10) and not outcome.done.is_set()
+    blockable = set(signal.valid_signals()) - {signal.SIGKILL, signal.SIGSTOP}
+    assert seen["thread"] == "pgcite-thp" and blockable <= set(seen["mask"])
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the caller's mask is its own
+    release.set()
+    assert outcome.wait(10) and outcome.collapsed == 7
+    with hugepages.backed_by_huge_pages(background=False) as sync:
+        block2 = mmap.mmap(-1, 8 * H, flags=mmap.MAP_PRIVATE)
+        block2.write(b"y" * 8 * H)
+    assert sync.done.is_set() and sync.collapsed == 7 and seen["thread"] == threading.current_thread().name
+    block.close()
+    block2.close()
