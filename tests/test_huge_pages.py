@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 from conftest import connect, fails
@@ -86,3 +87,28 @@ def test_no_tenant_role_chooses_it(pg, db, reader):
     with pg.admin(db) as a:
         row = a.execute("SELECT value FROM rag.settings WHERE name = 'embedding_huge_pages'").fetchone()
         assert row[0] == "1"
+
+
+def test_backends_that_exit_while_the_collapse_runs_leave_the_server_up(pg, db, reader):
+    """The collapse runs on a thread of the backend for its first few embeddings: backends that load the model
+    and exit at once (closed, or terminated) end cleanly, and the server goes on."""
+    with pg.admin(db) as watcher:
+        data = Path(watcher.execute("SELECT current_setting('data_directory')").fetchone()[0])
+        log = data.parent / "postgresql.log"
+        start = log.stat().st_size if log.is_file() else 0
+        for i in range(8):
+            c = connect(pg, db, reader)
+            c.execute("SELECT rag.embed(%s)", (QUESTION,))
+            if i % 2:
+                c.close()
+            else:
+                pid = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+                watcher.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                c.close()
+        assert watcher.execute("SELECT 1").fetchone() == (1,)
+        with connect(pg, db, reader) as c:
+            assert c.execute("SELECT rag.embed(%s)::text", (QUESTION,)).fetchone()[0].startswith("[")
+    if log.is_file():
+        tail = log.read_bytes()[start:].decode("utf-8", "replace")
+        for bad in ("terminated by signal", "terminating connection because of crash", "onnxruntime"):
+            assert bad not in tail
