@@ -43,12 +43,36 @@ START_TIMEOUT_S = 5.0
 RESULT_TIMEOUT_S = 120.0
 
 
-def worker_helps(load_1min: float, cpus: int) -> bool:
+# CPU pressure (the share of the last 10 s in which some task waited for a CPU) under which a core is taken to
+# be free: one client's asks on an idle machine keep it near 0, 8 clients on 2 cores near 100
+PRESSURE_LIMIT = 20.0
+
+
+def worker_helps(load_1min: float, cpus: int, pressure_avg10: float | None = None) -> bool:
     """Whether a question is worth embedding on the worker: only while the machine has a core to spare. With
-    every core busy (a load average of at least one runnable task per CPU) the worker cannot run beside the
-    backend, and handing it the run costs throughput instead of saving time: 8 clients on 2 cores asked 4.8 %
-    fewer questions per second with it (docs/BENCHMARKS.md, session 18)."""
+    every core busy the worker cannot run beside the backend, and handing it the run costs throughput instead
+    of saving time: 8 clients on 2 cores asked 4.8 % fewer questions per second with it (docs/BENCHMARKS.md,
+    session 18). Read from the kernel's CPU pressure over the last 10 s where it has it (Linux 4.20 or later,
+    /proc/pressure/cpu): it follows the load within seconds, where the 1-minute load average (the rule
+    without it: under one runnable task per CPU) still counted a burst a minute or two after it ended."""
+    if pressure_avg10 is not None:
+        return pressure_avg10 < PRESSURE_LIMIT
     return load_1min < cpus
+
+
+def cpu_pressure_avg10(path: str = "/proc/pressure/cpu") -> float | None:
+    """The `some avg10` of the kernel's CPU pressure (percent), None without it."""
+    try:
+        with open(path) as f:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0] == "some":
+                    for field in fields[1:]:
+                        if field.startswith("avg10="):
+                            return float(field[6:])
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 class Job:

@@ -150,14 +150,14 @@ def embed_begin(plpy, GD, text: str) -> bool:
 
 
 def _cores_to_spare() -> bool:
-    """background.worker_helps for this machine now: the 1-minute load average and the CPUs this backend may
-    run on."""
+    """background.worker_helps for this machine now: its CPU pressure over the last 10 s where the kernel has
+    it, else the 1-minute load average and the CPUs this backend may run on."""
     import os
 
-    from .background import worker_helps
+    from .background import cpu_pressure_avg10, worker_helps
 
     try:
-        return worker_helps(os.getloadavg()[0], len(os.sched_getaffinity(0)))
+        return worker_helps(os.getloadavg()[0], len(os.sched_getaffinity(0)), cpu_pressure_avg10())
     except (OSError, AttributeError):
         return True
 

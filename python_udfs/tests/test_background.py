@@ -169,3 +169,30 @@ def test_the_worker_is_used_only_while_a_core_is_to_spare(load, cpus, helps):
     from pgcite_udfs.background import worker_helps
 
     assert worker_helps(load, cpus) is helps
+
+
+@pytest.mark.parametrize(
+    ("load", "pressure", "helps"),
+    [(7.5, 0.0, True), (7.5, 19.9, True), (0.1, 20.0, False), (0.1, 96.3, False), (0.1, None, True)],
+)
+def test_the_cpu_pressure_decides_where_the_kernel_has_it(load, pressure, helps):
+    """A burst that ended seconds ago: the 1-minute load average still says busy, the pressure does not."""
+    from pgcite_udfs.background import worker_helps
+
+    assert worker_helps(load, 2, pressure) is helps
+
+
+def test_the_cpu_pressure_is_read_from_its_some_line(tmp_path):
+    from pgcite_udfs.background import cpu_pressure_avg10
+
+    f = tmp_path / "cpu"
+    f.write_text(
+        "some avg10=56.41 avg60=74.73 avg300=45.59 total=3030607349\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    assert cpu_pressure_avg10(str(f)) == 56.41
+    f.write_text("garbage\n")
+    assert cpu_pressure_avg10(str(f)) is None
+    assert cpu_pressure_avg10(str(tmp_path / "missing")) is None
+    if os.path.exists("/proc/pressure/cpu"):
+        assert 0.0 <= cpu_pressure_avg10() <= 100.0
