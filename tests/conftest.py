@@ -292,6 +292,20 @@ def connect(pg, db, role, **kw):
     return psycopg.connect(dsn, autocommit=True, **kw)
 
 
+def tenant_reader(pg, db: str, tenant: str, prefix: str) -> Iterator[str]:
+    """A login role of pgcite_reader granted `tenant` in db, for a fixture to yield; revoked and dropped
+    afterwards."""
+    role = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with pg.admin(db) as a:
+        a.execute(f"CREATE ROLE {role} LOGIN IN ROLE pgcite_reader")
+        a.execute("SELECT rag.grant_tenant(%s, %s)", (tenant, role))
+    yield role
+    with pg.admin(db) as a:
+        a.execute("SELECT rag.revoke_tenant(%s, %s)", (tenant, role))
+        a.execute(f"DROP OWNED BY {role}")
+        a.execute(f"DROP ROLE {role}")
+
+
 def fails(conn, sql, params=None) -> str | None:
     """Runs sql, which must fail; returns its SQLSTATE."""
     with pytest.raises(psycopg.Error) as e:

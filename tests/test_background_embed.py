@@ -6,11 +6,10 @@ in it."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import psycopg
 import pytest
-from conftest import connect, sqlstate_of
+from conftest import connect, sqlstate_of, tenant_reader
 
 WRAP_Q = "How do I prevent transaction ID wraparound failures?"
 TYPO_Q = "how does vacum freeze work"
@@ -30,15 +29,7 @@ def always(pg, db):
 
 @pytest.fixture(scope="module")
 def reader(pg, db):
-    role = f"bg_reader_{uuid.uuid4().hex[:8]}"
-    with pg.admin(db) as a:
-        a.execute(f"CREATE ROLE {role} LOGIN IN ROLE pgcite_reader")
-        a.execute("SELECT rag.grant_tenant('tiny', %s)", (role,))
-    yield role
-    with pg.admin(db) as a:
-        a.execute("SELECT rag.revoke_tenant('tiny', %s)", (role,))
-        a.execute(f"DROP OWNED BY {role}")
-        a.execute(f"DROP ROLE {role}")
+    yield from tenant_reader(pg, db, "tiny", "bg_reader")
 
 
 def ask(conn, question, qemb=None):

@@ -5,11 +5,10 @@ role can change it."""
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest
-from conftest import connect, fails
+from conftest import connect, fails, tenant_reader
 from pgcite_udfs import hugepages
 
 QUESTION = "How do I prevent transaction ID wraparound failures?"
@@ -33,15 +32,7 @@ def kernel_collapses() -> bool:
 
 @pytest.fixture(scope="module")
 def reader(pg, db):
-    role = f"hp_reader_{uuid.uuid4().hex[:8]}"
-    with pg.admin(db) as a:
-        a.execute(f"CREATE ROLE {role} LOGIN IN ROLE pgcite_reader")
-        a.execute("SELECT rag.grant_tenant('tiny', %s)", (role,))
-    yield role
-    with pg.admin(db) as a:
-        a.execute("SELECT rag.revoke_tenant('tiny', %s)", (role,))
-        a.execute(f"DROP OWNED BY {role}")
-        a.execute(f"DROP ROLE {role}")
+    yield from tenant_reader(pg, db, "tiny", "hp_reader")
 
 
 def embedded(pg, db, role) -> tuple[int, str, str, dict]:
