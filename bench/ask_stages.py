@@ -97,25 +97,22 @@ def probe_sources(sql_dir: Path) -> list[str]:
     answer = with_laps(
         answer,
         [
+            # each lap names the statements since the one before, in the order they run (0.9.0: what reads
+            # only the question before retrieval, session 18; its term weights too, session 19)
+            ("    foreign_names := rag._foreign_names(", "answer_setup"),
+            ("    names := ARRAY(", "foreign_names"),
+            ("    defined := rag._defined_term(", "question_names"),
+            ("    as_embedded := rag._embedding_text(", "defined_term"),
             (
                 "    SELECT\n        coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(\n"
                 "            'rank'",
-                "answer_setup",
+                "term_weights",
             ),
             ("    n_visible := rag._live_chunks(", "candidates"),
             ("    covered := rag._coverage(", "live_chunks"),
-            ("    foreign_names := rag._foreign_names(", "coverage"),
-            ("    names := ARRAY(", "foreign_names"),
-            ("    SELECT avg((EXISTS (", "question_names"),
-            ("    defined := rag._defined_term(", "names_found"),
-            (
-                "    SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object("
-                "'chunk_id', c.chunk_id, "
-                "'content', c.content)",
-                "defined_term",
-            ),
-            ("    as_embedded := rag._embedding_text(", "passages_json"),
-            ("    scored := rag._sentence_scores(", "embedding_text"),
+            ("    SELECT avg((EXISTS (", "coverage"),
+            ("    IF term_weights IS NULL AND NOT EXISTS (", "names_found"),
+            ("    scored := rag._sentence_scores(", "lexical_term_weights"),
             ("    IF scored IS NULL THEN", "sentence_scores"),
             ("    IF best_sentence IS NOT NULL THEN\n        reach :=", "best_sentence"),
             ("    IF pg_catalog.jsonb_array_length(reach) > 0 THEN", "section_chunks"),
