@@ -24,6 +24,7 @@ the weights stay on small pages.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import threading
 from contextlib import contextmanager
@@ -72,13 +73,15 @@ def grown(before: dict[int, int], after: dict[int, int]) -> list[tuple[int, int]
     ranges shorter than one are dropped. By address, not by region: the kernel merges a new mapping with an
     adjacent old one (mmap grows down), so a region's start may move while most of it is old memory."""
     old = sorted(before.items())
+    old_ends = [e for _, e in old]  # increasing: regions do not overlap
     out = []
     for start, end in sorted(after.items()):
         gaps = []
         lo = start
-        for o_start, o_end in old:
-            if o_end <= lo or o_start >= end:
-                continue
+        # from the first old region that ends past `start` (a backend maps a few hundred regions)
+        for o_start, o_end in old[bisect.bisect_right(old_ends, start) :]:
+            if o_start >= end:
+                break
             if o_start > lo:
                 gaps.append((lo, o_start))
             lo = max(lo, o_end)

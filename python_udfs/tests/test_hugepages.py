@@ -166,3 +166,53 @@ def test_the_collapse_runs_on_a_thread_with_every_signal_blocked(monkeypatch):
     assert sync.done.is_set() and sync.collapsed == 7 and seen["thread"] == threading.current_thread().name
     block.close()
     block2.close()
+
+
+def _grown_by_pages(before: dict[int, int], after: dict[int, int]) -> list[tuple[int, int]]:
+    """hugepages.grown the slow way: the 4 kB pages of `after` that no region of `before` holds, in runs,
+    each narrowed to whole huge pages."""
+    old = {p for a, b in before.items() for p in range(a // 4096, b // 4096)}
+    runs = []
+    for a, b in sorted(after.items()):
+        run = None
+        for p in range(a // 4096, b // 4096):
+            if p in old:
+                if run:
+                    runs.append(run)
+                run = None
+            else:
+                run = (run[0], p + 1) if run else (p, p + 1)
+        if run:
+            runs.append(run)
+    out = []
+    for pa, pb in runs:
+        lo, hi = (pa * 4096 + H - 1) & ~(H - 1), (pb * 4096) & ~(H - 1)
+        if hi - lo >= H:
+            out.append((lo, hi))
+    return out
+
+
+def test_grown_is_the_new_pages_whatever_the_kernel_merged():
+    """Old regions grown, merged with new neighbours and with each other, and new ones between them: 300
+    random layouts against the page-by-page definition."""
+    import random
+
+    rnd = random.Random(19)
+    for _ in range(300):
+        pos, before = 0x7F0000000000, {}
+        for _ in range(8):
+            pos += rnd.randint(0, 3) * H + rnd.randint(0, 511) * 4096
+            n = rnd.randint(1, 6) * H + rnd.randint(0, 511) * 4096
+            before[pos] = pos + n
+            pos += n
+        old, after, i = sorted(before.items()), {}, 0
+        while i < len(old):
+            start = old[i][0]
+            if i == 0 or old[i - 1][1] < start - 4 * H:
+                start -= rnd.choice([0, 0, H, 3 * H + 4096])  # a new mapping merged below it
+            j = i
+            while j + 1 < len(old) and rnd.random() < 0.3:
+                j += 1  # merged with the next ones, and the new memory between them
+            after[start] = old[j][1] + rnd.choice([0, 0, 2 * H])  # grown at its end
+            i = j + 1
+        assert hugepages.grown(before, after) == _grown_by_pages(before, after), (before, after)
