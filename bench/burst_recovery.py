@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import psycopg
+from pgcite_udfs.background import cpu_pressure_avg10
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_scale  # noqa: E402
@@ -32,14 +33,6 @@ import corpus  # noqa: E402
 # an ask whose embedding ran on the worker spent only its start before retrieval (`embed_ms`: spelling and
 # the tokenizer, ~0.5-1 ms); one embedded in the backend's thread spent the whole run there (~10 ms)
 BEGUN_MS = 3.0
-
-
-def pressure() -> float | None:
-    try:
-        with open("/proc/pressure/cpu") as f:
-            return float(f.readline().split()[1].split("=")[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def main() -> None:
@@ -70,7 +63,7 @@ def main() -> None:
         while (t := time.monotonic() - t0) < args.after:
             k = int(t // args.bucket)
             if k not in marks:
-                marks[k] = (os.getloadavg()[0], pressure())
+                marks[k] = (os.getloadavg()[0], cpu_pressure_avg10())
             tenant, q = qs[i % len(qs)]
             i += 1
             s = time.perf_counter()
