@@ -293,6 +293,11 @@ BEGIN
     END IF;
     term_w := coalesce(term_w, rag._question_term_weights(p_question, p_ids[1]));
     RETURN (
+        -- each chunk's content read once, decompressed (its row is over the TOAST threshold, so the content is
+        -- stored compressed, and each sentence's substr of the column decompressed it again; issue #10, session 20)
+        WITH ch AS MATERIALIZED (
+            SELECT k.chunk_id, k.content || '' AS content FROM rag.chunk AS k WHERE k.chunk_id = ANY (p_ids)
+        )
         SELECT coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
             'chunk_id', x.chunk_id, 'start', x.start_pos, 'end', x.end_pos,
             'quote', x.quote, 'sim', round(x.sim::numeric, 6), 'overlap', round(o.overlap::numeric, 6),
@@ -312,7 +317,7 @@ BEGIN
                     (e ->> 'embedding')::public.vector, NULL
                 FROM pg_catalog.jsonb_array_elements(live) AS e
             ) AS y
-            INNER JOIN rag.chunk AS c ON c.chunk_id = y.chunk_id
+            INNER JOIN ch AS c ON c.chunk_id = y.chunk_id
         ) AS x
         CROSS JOIN LATERAL (SELECT coalesce(x.terms, rag._content_terms(x.quote)) AS terms) AS w
         CROSS JOIN LATERAL (

@@ -117,6 +117,15 @@ BEGIN
     -- flattened, and a plain aggregate takes its rows as they come); was 12 aggregates each sorting them again with
     -- ORDER BY x.doc, x.idx, x.s. The key is unique (p_ids are distinct chunks, a chunk's spans start at distinct
     -- offsets), so every array is the same (issue #10, session 16).
+    -- The passages' contents are read once each, decompressed (ch): a chunk's row is over the TOAST threshold,
+    -- so its content is stored compressed, and every substr of the column decompressed it again (five per span:
+    -- a fifth of this statement). A span's first 8 characters come from its text when it has as many (the same
+    -- characters, without walking the content from its start again) (issue #10, session 20).
+    WITH ch AS MATERIALIZED (
+        SELECT o.id, o.r, k.content || '' AS content, k.doc_key || '/' || k.doc_version AS doc, k.chunk_index AS idx
+        FROM pg_catalog.unnest(p_ids) WITH ORDINALITY AS o (id, r)
+        INNER JOIN rag.chunk AS k ON k.chunk_id = o.id
+    )
     SELECT pg_catalog.count(*)::integer, pg_catalog.array_agg(x.chunk_id), pg_catalog.array_agg(x.doc),
         pg_catalog.array_agg(x.idx), pg_catalog.array_agg(x.r), pg_catalog.array_agg(x.content),
         pg_catalog.array_agg(x.s), pg_catalog.array_agg(x.e), pg_catalog.array_agg(x.t),
@@ -125,7 +134,7 @@ BEGIN
         pg_catalog.array_agg(x.para_start), pg_catalog.array_agg(x.reach)
     INTO n, c_id, c_doc, c_idx, c_rank, c_content, s_start, s_end, s_text, s_kind, s_base, s_para_start, s_reach
     FROM (
-        SELECT y.*, pg_catalog.substr(y.content, y.s + 1, y.e - y.s) AS t,
+        SELECT y.*,
             y.prev_end IS NULL
             -- a blank line in the gap before it: two newlines with only blanks, tabs and > between them (translate
             -- and strpos, as ~ E'\n[ \t>]*\n' found them: one regular expression fewer per ask; #10, session 15)
@@ -136,9 +145,9 @@ BEGIN
             -- the list item by rag._span_kind's pattern, the same text, so one compiled pattern: was
             -- ~ '^[ \t]*(```|~~~|\||>|#|([-*+]|[0-9]{1,9}[.)])[ \t]+\S)', one regular expression more per ask;
             -- issue #10, session 17)
-            OR pg_catalog.left(pg_catalog.ltrim(pg_catalog.substr(y.content, y.s + 1, 8), E' \t'), 3) IN ('```', '~~~')
-            OR pg_catalog.left(pg_catalog.ltrim(pg_catalog.substr(y.content, y.s + 1, 8), E' \t'), 1) IN ('|', '>', '#')
-            OR pg_catalog.substr(y.content, y.s + 1, 8) ~ '^[ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+\S'
+            OR pg_catalog.left(pg_catalog.ltrim(y.head, E' \t'), 3) IN ('```', '~~~')
+            OR pg_catalog.left(pg_catalog.ltrim(y.head, E' \t'), 1) IN ('|', '>', '#')
+            OR y.head ~ '^[ \t]*([-*+]|[0-9]{1,9}[.)])[ \t]+\S'
                 AS para_start,
             -- an echo of the question: three or more content words, three quarters of them the question's, counted
             -- in one pass over the words (they were read into an array, then counted in it and measured twice:
@@ -150,22 +159,27 @@ BEGIN
                  SELECT t.term FROM pg_catalog.jsonb_array_elements_text(y.terms) AS t (term)
                  UNION ALL
                  SELECT t.term
-                 FROM pg_catalog.unnest(rag._content_terms(pg_catalog.substr(y.content, y.s + 1, y.e - y.s)))
-                     AS t (term)
+                 FROM pg_catalog.unnest(rag._content_terms(y.t)) AS t (term)
                  WHERE y.terms IS NULL
              ) AS u) AS echo
         FROM (
-            SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id,
-                coalesce((e.value ->> 'rank')::integer, o.r::integer) AS r, e.value ? 'rank' AS reach, c.content,
-                c.doc_key || '/' || c.doc_version AS doc, c.chunk_index AS idx,
-                (e.value ->> 'start')::integer AS s, (e.value ->> 'end')::integer AS e,
-                coalesce((e.value ->> 'score')::float8, 0) AS score, e.value -> 'terms' AS terms,
-                pg_catalog.lag((e.value ->> 'end')::integer) OVER (
-                    PARTITION BY e.value ->> 'chunk_id' ORDER BY (e.value ->> 'start')::integer) AS prev_end
-            FROM pg_catalog.jsonb_array_elements(p_scored) AS e
-            INNER JOIN pg_catalog.unnest(p_ids) WITH ORDINALITY AS o (id, r) ON o.id = (e.value ->> 'chunk_id')::bigint
-            INNER JOIN rag.chunk AS c ON c.chunk_id = o.id
-            WHERE (e.value ->> 'end')::integer > (e.value ->> 'start')::integer
+            -- the span's text, and its first 8 characters (head)
+            SELECT z.*, CASE WHEN z.e - z.s >= 8 THEN pg_catalog.left(z.t, 8)
+                ELSE pg_catalog.substr(z.content, z.s + 1, 8) END AS head
+            FROM (
+                SELECT (e.value ->> 'chunk_id')::bigint AS chunk_id,
+                    coalesce((e.value ->> 'rank')::integer, c.r::integer) AS r, e.value ? 'rank' AS reach, c.content,
+                    c.doc, c.idx,
+                    (e.value ->> 'start')::integer AS s, (e.value ->> 'end')::integer AS e,
+                    pg_catalog.substr(c.content, (e.value ->> 'start')::integer + 1,
+                        (e.value ->> 'end')::integer - (e.value ->> 'start')::integer) AS t,
+                    coalesce((e.value ->> 'score')::float8, 0) AS score, e.value -> 'terms' AS terms,
+                    pg_catalog.lag((e.value ->> 'end')::integer) OVER (
+                        PARTITION BY e.value ->> 'chunk_id' ORDER BY (e.value ->> 'start')::integer) AS prev_end
+                FROM pg_catalog.jsonb_array_elements(p_scored) AS e
+                INNER JOIN ch AS c ON c.id = (e.value ->> 'chunk_id')::bigint
+                WHERE (e.value ->> 'end')::integer > (e.value ->> 'start')::integer
+            ) AS z
         ) AS y
         ORDER BY y.doc, y.idx, y.s
     ) AS x;
