@@ -83,14 +83,17 @@ COMMENT ON FUNCTION rag._reused_spans(name, text, text, bytea[]) IS
 
 -- A vector pgvector can measure: its cosine distance to itself is a number. NaN for all zeros, and for
 -- components whose single-precision squares vanish (1e-40) or overflow (1e30) although the norm (computed in
--- double precision) is not zero. Such a vector's distance to anything is NaN.
+-- double precision) is not zero. Such a vector's distance to anything is NaN. PL/pgSQL: as LANGUAGE sql with SET
+-- search_path it was planned again on every call (each question's embedding is checked; issue #10, session 20).
 CREATE OR REPLACE FUNCTION rag._has_direction(p_vector public.vector)
 RETURNS boolean
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT (p_vector OPERATOR(public.<=>) p_vector) <> 'NaN'::float8
+BEGIN
+    RETURN (p_vector OPERATOR(public.<=>) p_vector) <> 'NaN'::float8;
+END
 $fn$;
 COMMENT ON FUNCTION rag._has_direction(public.vector) IS
 'Internal: true when pgvector can measure the vector (its cosine distance to itself is not NaN).';

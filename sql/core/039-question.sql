@@ -214,20 +214,23 @@ COMMENT ON FUNCTION rag._prepare_question(text, text, integer, public.vector, js
 -- with the question's length for each title it scores: at 1M chunks a 3,990-character question cost the title
 -- leg 1.0-1.1 s of the 350,000-chunk tenant's 2,426 titles (every one shared a lexeme with it), against 2-9 ms
 -- for questions of up to 250 characters; at 500 characters at most about an eighth of that. No question of the
--- dev set or the benchmark (at most 250 characters) is cut (issue #10, session 16).
+-- dev set or the benchmark (at most 250 characters) is cut (issue #10, session 16). PL/pgSQL: as LANGUAGE sql with
+-- SET search_path it was planned again on every call (issue #10, session 20).
 CREATE OR REPLACE FUNCTION rag._title_question(p_corrected text)
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT CASE
+BEGIN
+    RETURN CASE
         WHEN pg_catalog.length(p_corrected) <= 500 THEN p_corrected
         -- the last space of the first 501 characters ends the last whole word; none: the first 500
         WHEN pg_catalog.strpos(pg_catalog.left(p_corrected, 501), ' ') = 0 THEN pg_catalog.left(p_corrected, 500)
         ELSE pg_catalog.rtrim(pg_catalog.left(p_corrected,
             501 - pg_catalog.strpos(pg_catalog.reverse(pg_catalog.left(p_corrected, 501)), ' ')))
-    END
+    END;
+END
 $fn$;
 COMMENT ON FUNCTION rag._title_question(text) IS
 'Internal: what the title leg compares titles with: the corrected question, cut to its whole words within the '

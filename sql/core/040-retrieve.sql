@@ -23,15 +23,21 @@ COMMENT ON FUNCTION rag._live_chunks(text) IS
 'Internal: how many live chunks a tenant has (rag.tenant_stat).';
 
 -- A tsquery matching any of the lexemes (already normalised: no dictionary runs again); NULL for none.
+-- PL/pgSQL: a LANGUAGE sql function with SET search_path is never inlined and was planned again on every call
+-- (two to four per retrieval; issue #10, session 20)
 CREATE OR REPLACE FUNCTION rag._any_lexeme(p_lexemes text[])
 RETURNS tsquery
-LANGUAGE sql
+LANGUAGE plpgsql
 IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
-    SELECT pg_catalog.string_agg(pg_catalog.array_to_tsvector(ARRAY[l.lexeme])::text, ' | ' ORDER BY l.lexeme)::tsquery
-    FROM pg_catalog.unnest(p_lexemes) AS l (lexeme)
-    WHERE l.lexeme IS NOT NULL
+BEGIN
+    RETURN (
+        SELECT pg_catalog.string_agg(pg_catalog.array_to_tsvector(ARRAY[l.lexeme])::text, ' | ' ORDER BY l.lexeme)::tsquery
+        FROM pg_catalog.unnest(p_lexemes) AS l (lexeme)
+        WHERE l.lexeme IS NOT NULL
+    );
+END
 $fn$;
 COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 'Internal: the tsquery lexeme1 | lexeme2 | ... of normalised lexemes (NULL for an empty array).';
@@ -67,9 +73,12 @@ LANGUAGE plpgsql
 STABLE
 -- PL/pgSQL would cache a generic plan after five calls: for ORDER BY embedding <=> $1 LIMIT n with a tenant
 -- filter that plan scans the whole tenant exactly, and a plan made for a large tenant is wrong for a tiny one.
--- So the body chooses per statement (generic only where no tenant's plan differs) and the caller's own
--- setting never applies.
-SET plan_cache_mode = force_custom_plan
+-- So the body chooses per statement (custom plans for the two statements whose plan depends on the tenant,
+-- EXECUTE for those that name it; generic for the rest) and the caller's own setting never applies. Generic
+-- here: the function's declarations and the functions it calls (the tenant's row, its size, the question's
+-- tsqueries, the ANN parameters) inherit the setting, and with force_custom_plan each of their statements was
+-- planned again on every call (about 7 plans a call; issue #10, session 20).
+SET plan_cache_mode = force_generic_plan
 -- Every leg is bounded by an index (a few hundred rows): starting parallel workers costs more (15-20 ms each
 -- Gather on the 2-core benchmark machine) than the scans, and JIT compiling (35 ms) more than running.
 SET max_parallel_workers_per_gather = 0
@@ -173,7 +182,6 @@ BEGIN
     -- (full-text candidates, titles: a tenant's own partial index, or how big its share is) are planned for
     -- each call, as are EXECUTE's statements (the ANN query, the own full-text index), which name the tenant.
     prev_mode := pg_catalog.current_setting('plan_cache_mode');
-    PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
     -- full text: which lexemes choose the candidates (a negated query keeps its own AND semantics)
     IF q IS NOT NULL AND pg_catalog.strpos(q::text, '!') = 0 THEN
         SELECT pg_catalog.array_agg(y.lexeme ORDER BY y.lexeme) FILTER (WHERE y.run <= fts_budget),
