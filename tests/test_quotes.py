@@ -342,6 +342,40 @@ def test_howto_answer_carries_what_to_do(conn, gadgets):
     assert not any("POLISH GADGET" in q for q in quotes)
 
 
+def test_quote_features_given_or_computed_choose_the_same(conn, gadgets):
+    """rag._answer hands rag._choose_quotes the question's features (rag._quote_features), computed before
+    retrieval while the embedding runs in the background: the quotes are those it chooses when it computes
+    them itself, and the features it is given are the ones it reads (a "how do I" question's features make it
+    carry the command; a plain question's, given for the same question, do not)."""
+    order = ["Gadget polish", "Gadget colours", "Polishing a gadget", "Rust"]
+    scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.8, "To polish a gadget": 0.6}
+    rows = conn.execute(
+        "SELECT c.chunk_id, c.title, s.start_pos, s.end_pos, c.content FROM rag.chunk AS c "
+        "JOIN rag.sentence AS s USING (chunk_id) WHERE c.tenant = 'gadgets' "
+        "ORDER BY c.chunk_index, s.start_pos"
+    ).fetchall()
+    ids = {title: chunk_id for chunk_id, title, *_ in rows}
+    scored = json.dumps(
+        [
+            {
+                "chunk_id": i,
+                "start": s,
+                "end": e,
+                "score": next((v for p, v in scores.items() if text[s:e].startswith(p)), 0.1),
+            }
+            for i, _, s, e, text in rows
+        ]
+    )
+    q, plain = "How do I polish a gadget?", "What is gadget polish?"
+    sql = "SELECT rag._choose_quotes(%s, %s, %s, %s, 2, 0.08, 0.1, {})"
+    args = (q, q, [ids[t] for t in order], scored)
+    computed = conn.execute(sql.format("NULL"), args).fetchone()[0]
+    given = conn.execute(sql.format("rag._quote_features(%s, %s)"), (*args, q, q)).fetchone()[0]
+    assert given == computed and any("POLISH GADGET" in p["quote"] for p in computed)
+    other = conn.execute(sql.format("rag._quote_features(%s, %s)"), (*args, plain, plain)).fetchone()[0]
+    assert not any("POLISH GADGET" in p["quote"] for p in other)
+
+
 def test_howto_answer_carries_advice_in_the_third_person(conn, gadgets):
     """What to do said without "you" or an imperative: "Owners might wish to ...", a method "by lowering ...".
     For a "how do I" question that sentence is preferred over the better-scored description before it."""

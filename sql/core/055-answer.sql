@@ -180,6 +180,7 @@ DECLARE
     corrected text := p_corrected;
     as_embedded text;  -- the question as embedded (rag._embedding_text), read by the span scores' overlap
     term_weights jsonb;  -- its terms' weights in the tenant (rag._question_term_weights)
+    quote_features jsonb;  -- what quote choice reads from the question alone (rag._quote_features)
     q tsquery := rag._fts_query(t.ts_config, corrected);
     thresholds jsonb := rag._gate_thresholds(t, p_params);
     opts jsonb := rag._answer_options(p_options);
@@ -243,6 +244,12 @@ BEGIN
     -- sentences of a passage stored without them (the lexical path's condition is read after retrieval, below)
     IF pg_catalog.to_regprocedure('rag._sentence_vectors(jsonb)') IS NOT NULL THEN
         term_weights := rag._tenant_term_weights(as_embedded, t.tenant, t.ts_config);
+    END IF;
+    -- and what quote choice reads from the question alone, when the question's embedding runs in the background
+    -- (no p_qemb): the vector leg waits for it anyway, so this costs an answer nothing; with p_qemb it would
+    -- only add to an abstention, and rag._choose_quotes computes it when the gate has passed (issue #10, session 20)
+    IF p_qemb IS NULL THEN
+        quote_features := rag._quote_features(p_question, corrected);
     END IF;
     SELECT
         coalesce(pg_catalog.jsonb_agg(pg_catalog.jsonb_build_object(
@@ -473,7 +480,8 @@ BEGIN
     -- Verbatim quotes (rag._choose_quotes), best first; sources numbered in the order they are first quoted.
     picked := rag._choose_quotes(p_question, corrected,
         ids[1:n_passages] || coalesce(reach_ids, '{}') || coalesce(lower_ids, '{}'),
-        scored || coalesce(reach_scored, '[]') || coalesce(lower_scored, '[]'), max_quotes, margin, rank_penalty);
+        scored || coalesce(reach_scored, '[]') || coalesce(lower_scored, '[]'), max_quotes, margin, rank_penalty,
+        quote_features);
     -- the section chunks quoted join the evidence (those retrieved below the passages are listed already)
     SELECT coalesce(pg_catalog.array_agg(x.id ORDER BY x.id), '{}') INTO quoted_reach
     FROM (SELECT DISTINCT (e ->> 'chunk_id')::bigint AS id FROM pg_catalog.jsonb_array_elements(picked) AS e) AS x

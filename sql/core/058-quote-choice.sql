@@ -1,6 +1,37 @@
 -- Quote choice: which spans of the top passages rag._answer quotes (the forms and preferences are in
 -- 056-quote-forms.sql; the spans come from rag.sentence, or from 052-spans.sql on the lexical path).
 
+-- What quote choice reads from the question alone (rag._choose_quotes' p_features): its form as asked (capitals,
+-- punctuation; rag._question_features), the quote weights, and the names of the question as asked and as
+-- corrected (a misspelt setting name corrected). About 0.4 ms of regular expressions: rag._answer computes it
+-- before retrieval when the question's embedding runs in the background, where it costs no time (the vector leg
+-- waits for the embedding anyway; issue #10, session 20).
+CREATE OR REPLACE FUNCTION rag._quote_features(p_question text, p_corrected text)
+RETURNS jsonb
+LANGUAGE plpgsql
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    asked jsonb := rag._question_features(p_question);
+BEGIN
+    RETURN asked || pg_catalog.jsonb_build_object(
+        'weights', rag._quote_weights(),
+        'names', coalesce((SELECT pg_catalog.to_jsonb(pg_catalog.array_agg(x.name ORDER BY x.o)) FROM (
+            SELECT DISTINCT ON (y.name) y.name, y.o FROM (
+                SELECT e.name, e.o FROM pg_catalog.jsonb_array_elements_text(
+                    asked -> 'names') WITH ORDINALITY AS e (name, o)
+                UNION ALL
+                SELECT c.name, 1000 + c.o FROM pg_catalog.unnest(rag._question_names(p_corrected))
+                    WITH ORDINALITY AS c (name, o)
+            ) AS y ORDER BY y.name, y.o
+        ) AS x), '[]'));
+END
+$fn$;
+COMMENT ON FUNCTION rag._quote_features(text, text) IS
+'Internal: what quote choice reads from the question alone (rag._question_features of the question as asked, '
+'the quote weights, the names of the question as asked and as corrected), for rag._choose_quotes.';
+
 -- The quotes for an answer, best first: [{chunk_id, start, end, quote, score}] (0-based offsets into the chunk's
 -- content; quote = its substring), for the question as asked and as corrected. p_scored holds every sentence
 -- span of the passages with its score ({chunk_id, start, end, score[, terms]}; rag._sentence_scores or the lexical
@@ -36,7 +67,7 @@
 --     answer only when no passage can.
 CREATE OR REPLACE FUNCTION rag._choose_quotes(
     p_question text, p_corrected text, p_ids bigint[], p_scored jsonb, p_max_quotes integer, p_margin float8,
-    p_rank_penalty float8
+    p_rank_penalty float8, p_features jsonb DEFAULT NULL
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -47,20 +78,8 @@ SET plan_cache_mode = force_generic_plan
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-    -- the question's form as asked (capitals, punctuation), with the names of the corrected question (a
-    -- misspelt setting name corrected); computed once (~1 ms of regular expressions)
-    asked jsonb := rag._question_features(p_question);
-    features jsonb := asked || pg_catalog.jsonb_build_object(
-        'weights', rag._quote_weights(),
-        'names', coalesce((SELECT pg_catalog.to_jsonb(pg_catalog.array_agg(x.name ORDER BY x.o)) FROM (
-            SELECT DISTINCT ON (y.name) y.name, y.o FROM (
-                SELECT e.name, e.o FROM pg_catalog.jsonb_array_elements_text(
-                    asked -> 'names') WITH ORDINALITY AS e (name, o)
-                UNION ALL
-                SELECT c.name, 1000 + c.o FROM pg_catalog.unnest(rag._question_names(p_corrected))
-                    WITH ORDINALITY AS c (name, o)
-            ) AS y ORDER BY y.name, y.o
-        ) AS x), '[]'));
+    -- what it reads from the question alone (rag._quote_features), unless the caller has it
+    features jsonb := coalesce(p_features, rag._quote_features(p_question, p_corrected));
     w jsonb := rag._quote_weights();
     q_terms text [] := rag._content_terms(p_corrected);
     soft_limit CONSTANT integer := 700;
@@ -456,7 +475,8 @@ BEGIN
     );
 END
 $fn$;
-COMMENT ON FUNCTION rag._choose_quotes(text, text, bigint[], jsonb, integer, float8, float8) IS
+COMMENT ON FUNCTION rag._choose_quotes(text, text, bigint[], jsonb, integer, float8, float8, jsonb) IS
 'Internal: the verbatim spans to quote, best first [{chunk_id, start, end, quote, score}], from the scored '
 'sentence spans of the passages: units of an introduction and its block, contiguous spans of up to three '
-'sentences, preferences from the question''s form.';
+'sentences, preferences from the question''s form (p_features: rag._quote_features of the question, NULL to '
+'compute it here).';
