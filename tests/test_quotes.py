@@ -1305,9 +1305,10 @@ def test_sibling_passage_competes_as_its_section_chunk(conn, db):
 
 
 def test_form_bonuses_of_all_spans_at_once_equal_each_spans_own(conn):
-    """rag._choose_quotes scores every span's form bonus with one rag._quote_bonuses call (issue #10, session
-    14): each element is the bonus of that span alone, in the spans' order, with the caller's says-what-to-do
-    value for that span (NULL: computed) and none when the array is NULL."""
+    """rag._choose_quotes scores the form bonuses of its spans with one rag._quote_bonuses call (issue #10,
+    session 14; since session 20 of the sentences that stand on their own only): each element is the bonus of
+    that span alone, in the spans' order, with the caller's says-what-to-do value for that span (NULL:
+    computed) and none when the array is NULL."""
     # as rag._choose_quotes has them: the question's features and the weights of quote choice
     features = conn.execute(
         "SELECT rag._question_features(%s) || jsonb_build_object('weights', rag._quote_weights())",
@@ -1505,7 +1506,7 @@ def test_a_unit_scores_as_its_best_member_plus_the_bonus_of_its_whole_text(conn,
     """An introduction quoted with its code block scores as its best sentence plus the form bonus of the
     whole unit's text: here the name the question asks about (gadget_name) is only in the code, so the unit
     scores the names bonus that its introduction alone would lack. The units' bonuses come from one
-    rag._quote_bonuses call with the spans' (issue #10, session 16: one rag._quote_bonus call per unit)."""
+    rag._quote_bonuses call (issue #10, session 16: one rag._quote_bonus call per unit)."""
     question = "How do I polish a gadget with gadget_name?"
     conn.execute("SET track_functions = 'all'")
     before = function_calls(conn, "_quote_bonus", "_quote_bonuses")
@@ -1543,9 +1544,10 @@ def test_a_unit_scores_as_its_best_member_plus_the_bonus_of_its_whole_text(conn,
     unit_bonus = conn.execute(bonus, (unit, features)).fetchone()[0]
     assert unit_bonus > conn.execute(bonus, (intro, features)).fetchone()[0]  # the name is in the code only
     assert float(picked[0]["score"]) == pytest.approx(round(0.6 + unit_bonus, 6), abs=1e-6)
-    # one call for the spans, one for the unit; none per unit
+    # one call for the units, none per unit; none for the sentences that stand on their own, as there is none
+    # here (every span is in the unit: since session 20 only those sentences' own bonuses are computed)
     assert after.get("_quote_bonus", 0) - before.get("_quote_bonus", 0) == 0
-    assert after["_quote_bonuses"] - before.get("_quote_bonuses", 0) == 2
+    assert after["_quote_bonuses"] - before.get("_quote_bonuses", 0) == 1
 
 
 def test_word_terms_are_each_words_content_terms(conn):

@@ -99,8 +99,9 @@ DECLARE
     s_text text [];
     s_kind text [];
     s_base float8 [];  -- relevance: the given score, echo and form inheritance applied
-    s_score float8 [];  -- with rag._quote_bonus of the span's own text
-    s_bonus float8 [];  -- rag._quote_bonus of each span's own text
+    s_bonus float8 [];  -- rag._quote_bonus of the text of each sentence that stands on its own (in single's order)
+    single integer [] := '{}';  -- the sentences that stand on their own as candidates
+    single_at integer [] := '{}';  -- and their positions among the candidates
     s_todo boolean [];  -- rag._says_what_to_do of each span, for a "how do I" question only (else NULL)
     s_para_start boolean [];  -- first span of its chunk, after a blank line, or starting a block or list item
     s_reach boolean [];  -- the span is of a section chunk (rag._answer's section reach), not of a passage
@@ -230,11 +231,6 @@ BEGIN
             ) AS y
         ) AS x;
     END IF;
-    -- every span's bonus in one call (rag._quote_bonuses: was one rag._quote_bonus call per span)
-    s_bonus := rag._quote_bonuses(s_text[1:n], features, s_todo);
-    SELECT pg_catalog.array_agg(s_base[g.i] + s_bonus[g.i] ORDER BY g.i)
-    INTO s_score
-    FROM pg_catalog.generate_series(1, n) AS g (i);
     s_bound := pg_catalog.array_fill(false, ARRAY[n]);
     u_last := pg_catalog.array_fill(NULL::integer, ARRAY[n]);
 
@@ -324,9 +320,24 @@ BEGIN
                 || 'should)\M') THEN
             cand_first := cand_first || i;
             cand_last := cand_last || i;
-            cand_score := cand_score || (s_score[i] - p_rank_penalty * (s_rank[i] - 1));
+            cand_score := cand_score || NULL::float8;  -- with its bonus, below
+            single := single || i;
+            single_at := single_at || pg_catalog.cardinality(cand_first);
         END IF;
     END LOOP;
+    -- A sentence that stands on its own scores its relevance plus rag._quote_bonus of its own text: the bonuses of
+    -- those sentences only, in one rag._quote_bonuses call (every span's was computed, and a span in a unit, code,
+    -- a heading or a short line is never scored by its own; issue #10, session 20).
+    IF pg_catalog.cardinality(single) > 0 THEN
+        s_bonus := rag._quote_bonuses(
+            ARRAY(SELECT s_text[u.i] FROM pg_catalog.unnest(single) WITH ORDINALITY AS u (i, o) ORDER BY u.o),
+            features,
+            ARRAY(SELECT s_todo[u.i] FROM pg_catalog.unnest(single) WITH ORDINALITY AS u (i, o) ORDER BY u.o));
+        FOR k IN 1..pg_catalog.cardinality(single) LOOP
+            i := single[k];
+            cand_score[single_at[k]] := s_base[i] + s_bonus[k] - p_rank_penalty * (s_rank[i] - 1);
+        END LOOP;
+    END IF;
     IF pg_catalog.cardinality(cand_first) = 0 THEN
         RETURN '[]';
     END IF;
