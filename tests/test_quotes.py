@@ -299,10 +299,11 @@ def gadgets(pg, db):
     return "gadgets"
 
 
-def choose(conn, question, scores, order, max_quotes=2):
+def choose(conn, question, scores, order, max_quotes=2, features_of=None):
     """rag._choose_quotes with rag.ask's defaults (margin 0.08, rank penalty 0.1) over the gadget sections
     in `order` (titles, best passage first), each stored sentence scored by the first prefix of `scores` it
-    starts with (0.1 otherwise). Every quote is the chunk's text at its offsets."""
+    starts with (0.1 otherwise); with `features_of`, given the features of that question (rag._quote_features)
+    instead of computing the question's. Every quote is the chunk's text at its offsets."""
     rows = conn.execute(
         "SELECT c.chunk_id, c.title, c.content, s.start_pos, s.end_pos FROM rag.chunk AS c "
         "JOIN rag.sentence AS s USING (chunk_id) WHERE c.tenant = 'gadgets' "
@@ -320,8 +321,9 @@ def choose(conn, question, scores, order, max_quotes=2):
         for chunk_id, _, text, s, e in rows
     ]
     picked = conn.execute(
-        "SELECT rag._choose_quotes(%s, %s, %s, %s, %s, 0.08, 0.1)",
-        (question, question, [ids[t] for t in order], json.dumps(scored), max_quotes),
+        "SELECT rag._choose_quotes(%s, %s, %s, %s, %s, 0.08, 0.1, "
+        "CASE WHEN %s::text IS NOT NULL THEN rag._quote_features(%s, %s) END)",
+        (question, question, [ids[t] for t in order], json.dumps(scored), max_quotes, *[features_of] * 3),
     ).fetchone()[0]
     for p in picked:
         assert content[p["chunk_id"]][p["start"] : p["end"]] == p["quote"]
@@ -349,31 +351,12 @@ def test_quote_features_given_or_computed_choose_the_same(conn, gadgets):
     carry the command; a plain question's, given for the same question, do not)."""
     order = ["Gadget polish", "Gadget colours", "Polishing a gadget", "Rust"]
     scores = {"Gadget polish keeps": 0.9, "Gadgets come in": 0.8, "To polish a gadget": 0.6}
-    rows = conn.execute(
-        "SELECT c.chunk_id, c.title, s.start_pos, s.end_pos, c.content FROM rag.chunk AS c "
-        "JOIN rag.sentence AS s USING (chunk_id) WHERE c.tenant = 'gadgets' "
-        "ORDER BY c.chunk_index, s.start_pos"
-    ).fetchall()
-    ids = {title: chunk_id for chunk_id, title, *_ in rows}
-    scored = json.dumps(
-        [
-            {
-                "chunk_id": i,
-                "start": s,
-                "end": e,
-                "score": next((v for p, v in scores.items() if text[s:e].startswith(p)), 0.1),
-            }
-            for i, _, s, e, text in rows
-        ]
-    )
-    q, plain = "How do I polish a gadget?", "What is gadget polish?"
-    sql = "SELECT rag._choose_quotes(%s, %s, %s, %s, 2, 0.08, 0.1, {})"
-    args = (q, q, [ids[t] for t in order], scored)
-    computed = conn.execute(sql.format("NULL"), args).fetchone()[0]
-    given = conn.execute(sql.format("rag._quote_features(%s, %s)"), (*args, q, q)).fetchone()[0]
-    assert given == computed and any("POLISH GADGET" in p["quote"] for p in computed)
-    other = conn.execute(sql.format("rag._quote_features(%s, %s)"), (*args, plain, plain)).fetchone()[0]
-    assert not any("POLISH GADGET" in p["quote"] for p in other)
+    q = "How do I polish a gadget?"
+    computed = choose(conn, q, scores, order)
+    assert choose(conn, q, scores, order, features_of=q) == computed
+    assert any("POLISH GADGET" in quote for quote in computed)
+    other = choose(conn, q, scores, order, features_of="What is gadget polish?")
+    assert not any("POLISH GADGET" in quote for quote in other)
 
 
 def test_howto_answer_carries_advice_in_the_third_person(conn, gadgets):
