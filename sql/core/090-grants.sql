@@ -50,7 +50,8 @@ BEGIN
             '_generate', '_generation_step', '_enforce_reply', '_recheck_generation', '_support_scores',
             '_candidates', '_coverage', '_live_chunks', '_term_weights', '_span_score_bounds', '_may_score_at_least',
             '_answer_options', '_require_generator', '_question_term_weights', '_lexical_sentences', '_word_terms',
-            '_title_question', '_tenant_term_weights') THEN
+            '_title_question', '_tenant_term_weights', '_choose_quotes', '_quote_features', '_question_features',
+            '_quote_bonuses', '_quote_bonus') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
             -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
@@ -68,6 +69,11 @@ BEGIN
             -- (rag._word_terms: only rag._term_weights calls it, issue #10 session 15)
             -- (rag._title_question: only rag._candidates calls it, issue #10 session 16)
             -- (rag._tenant_term_weights: only rag._answer and rag._question_term_weights, issue #10 session 19)
+            -- (quote choice, rag._choose_quotes, rag._quote_features, rag._question_features, rag._quote_bonuses,
+            -- rag._quote_bonus: only rag._answer calls them; granted to writers, a writer could pass them features
+            -- of any size (a million names: seconds of CPU until its statement_timeout) and, with
+            -- standard_conforming_strings off, leave its session's cached plans of their patterns broken for its
+            -- later asks; security review of session 20)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             -- readers: what row level security, rag.embed and rag.verify run as the reader (rag.verify called
