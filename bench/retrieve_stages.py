@@ -74,7 +74,7 @@ def probe_source(src: str) -> str:
             raise SystemExit(f"retrieve_stages: {name}: its statement is not in the SQL any more")
         f = f.replace(marker, _lap(name) + marker, 1)
     i = f.index("    RETURN QUERY\n")
-    j = f.index("    PERFORM pg_catalog.set_config('plan_cache_mode', prev_mode, true);\nEND\n$fn$;")
+    j = f.index("END\n$fn$;", i)
     fuse = f[i + len("    RETURN QUERY\n") : j].rstrip().rstrip(";")
     body = "    SELECT count(*) INTO nn FROM (\n" + fuse + "\n    ) AS zz;\n" + _lap("fuse")
     return f[:i] + body + f[j:] + ";\n"

@@ -173,7 +173,6 @@ DECLARE
     fts_s float8 [];
     trgm_ids bigint [];
     trgm_s float8 [];
-    prev_mode text;
 BEGIN
     -- Each leg is its own statement, each leaving its chunks in arrays in rank order (docs/BENCHMARKS.md,
     -- 0.8.0: planning one statement of all three legs cost more than running it for small tenants). Those
@@ -181,7 +180,6 @@ BEGIN
     -- index, the arrays) are planned once per connection (generic); the two that choose an index by the tenant
     -- (full-text candidates, titles: a tenant's own partial index, or how big its share is) are planned for
     -- each call, as are EXECUTE's statements (the ANN query, the own full-text index), which name the tenant.
-    prev_mode := pg_catalog.current_setting('plan_cache_mode');
     -- full text: which lexemes choose the candidates (a negated query keeps its own AND semantics)
     IF q IS NOT NULL AND pg_catalog.strpos(q::text, '!') = 0 THEN
         SELECT pg_catalog.array_agg(y.lexeme ORDER BY y.lexeme) FILTER (WHERE y.run <= fts_budget),
@@ -527,7 +525,6 @@ BEGIN
     ) AS k (chunk_id, doc_key, chunk_index, raw)
         ON k.chunk_id = f.chunk_id
     ORDER BY f.fused DESC, k.doc_key COLLATE "default", k.chunk_index, f.chunk_id;
-    PERFORM pg_catalog.set_config('plan_cache_mode', prev_mode, true);
 END
 $fn$;
 COMMENT ON FUNCTION rag._candidates(text, text, public.vector, integer, jsonb, text) IS
