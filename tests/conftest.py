@@ -24,6 +24,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,6 +95,25 @@ def create_database(pg: PG, name: str, python: bool = True) -> None:
 def drop_database(pg: PG, name: str) -> None:
     with pg.admin() as a:
         a.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def updated_from(pg: PG, name: str, version: str = "0.8.0") -> Iterator[psycopg.Connection]:
+    """A superuser's connection to database `name`, made afresh with pgcite `version` and then updated by
+    ALTER EXTENSION pgcite UPDATE (to 0.9.0, asserted); the database is dropped afterwards."""
+    drop_database(pg, name)
+    with pg.admin() as a:
+        a.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with pg.admin(name) as c:
+            c.execute(f"CREATE EXTENSION pgcite VERSION '{version}' CASCADE")
+            c.execute("ALTER EXTENSION pgcite UPDATE")
+            assert c.execute("SELECT extversion FROM pg_extension WHERE extname = 'pgcite'").fetchone() == (
+                "0.9.0",
+            )
+            yield c
+    finally:
+        drop_database(pg, name)
 
 
 # Two tenants for the attack tests: alpha (a reader and a writer of its own) and bravo (a writer of its own),

@@ -21,7 +21,7 @@ import uuid
 
 import psycopg
 import pytest
-from conftest import connect, drop_database, fails, sqlstate_of, two_tenant_database
+from conftest import connect, fails, sqlstate_of, two_tenant_database, updated_from
 from pgcite_udfs import hugepages
 
 SFX = uuid.uuid4().hex[:6]
@@ -100,24 +100,12 @@ def test_no_tenant_role_reads_a_tenants_term_weights(pg, sdb):
 
 
 def test_an_update_from_0_8_0_grants_the_new_internal_to_no_tenant_role(pg):
-    name = f"pgcite_s19upd_{SFX}"
-    drop_database(pg, name)
-    with pg.admin() as a:
-        a.execute(f'CREATE DATABASE "{name}"')
-    try:
-        with pg.admin(name) as c:
-            c.execute("CREATE EXTENSION pgcite VERSION '0.8.0' CASCADE")
-            c.execute("ALTER EXTENSION pgcite UPDATE")
-            assert c.execute("SELECT extversion FROM pg_extension WHERE extname = 'pgcite'").fetchone() == (
-                "0.9.0",
-            )
-            assert _granted(c, OWNER_ONLY) == []
-            row = c.execute(
-                "SELECT value, source FROM rag.settings WHERE name = 'embedding_huge_pages'"
-            ).fetchone()
-            assert row == ("1", "default")
-    finally:
-        drop_database(pg, name)
+    with updated_from(pg, f"pgcite_s19upd_{SFX}") as c:
+        assert _granted(c, OWNER_ONLY) == []
+        row = c.execute(
+            "SELECT value, source FROM rag.settings WHERE name = 'embedding_huge_pages'"
+        ).fetchone()
+        assert row == ("1", "default")
 
 
 # ---------------------------------------------------------------- 2. huge pages chosen by a session

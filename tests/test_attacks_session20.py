@@ -37,6 +37,7 @@ from conftest import (
     fails,
     tenant_reader,
     two_tenant_database,
+    updated_from,
 )
 
 from pgcite.cli import main
@@ -308,25 +309,16 @@ def _one_choose_quotes(c) -> None:
 
 
 def test_an_update_from_0_8_0_leaves_one_choose_quotes_granted_as_a_fresh_install(pg):
-    fresh, old = f"pgcite_s20new_{SFX}", f"pgcite_s20upd_{SFX}"
+    fresh = f"pgcite_s20new_{SFX}"
     create_database(pg, fresh, python=False)
-    drop_database(pg, old)
-    with pg.admin() as a:
-        a.execute(f'CREATE DATABASE "{old}"')
     try:
         with pg.admin(fresh) as c:
             expected = _granted(c, (CHOOSE, FEATURES) + OWNER_ONLY)
-        with pg.admin(old) as c:
-            c.execute("CREATE EXTENSION pgcite VERSION '0.8.0' CASCADE")
-            c.execute("ALTER EXTENSION pgcite UPDATE")
-            assert c.execute("SELECT extversion FROM pg_extension WHERE extname = 'pgcite'").fetchone() == (
-                "0.9.0",
-            )
+        with updated_from(pg, f"pgcite_s20upd_{SFX}") as c:
             _one_choose_quotes(c)
             assert _granted(c, (CHOOSE, FEATURES) + OWNER_ONLY) == expected
             assert not any(sig in (CHOOSE, FEATURES) for _, sig in expected)
     finally:
-        drop_database(pg, old)
         drop_database(pg, fresh)
 
 
