@@ -51,6 +51,7 @@ OWNER_ONLY = (
     "rag._sentence_scores(text,vector,bigint[],jsonb)",
     "rag._candidates(text,text,vector,integer,jsonb,text)",
     "rag._title_question(text)",
+    "rag._any_lexeme(text[])",
 )
 GRANTEES = ("public", "pgcite_reader", "pgcite_writer", "pgcite_admin", "pg_database_owner")
 QUESTIONS = (

@@ -51,7 +51,7 @@ BEGIN
             '_candidates', '_coverage', '_live_chunks', '_term_weights', '_span_score_bounds', '_may_score_at_least',
             '_answer_options', '_require_generator', '_question_term_weights', '_lexical_sentences', '_word_terms',
             '_title_question', '_tenant_term_weights', '_choose_quotes', '_quote_features', '_question_features',
-            '_quote_bonuses', '_quote_bonus') THEN
+            '_quote_bonuses', '_quote_bonus', '_any_lexeme') THEN
             -- sends requests to a generator: only from rag.ask's SECURITY DEFINER function; builds indexes or
             -- rewrites the retrieval statistics of every tenant: a DBA's operations (superuser or pgcite_owner);
             -- spelling correction: only inside the SECURITY DEFINER entry points, which bound the question first
@@ -74,6 +74,8 @@ BEGIN
             -- of any size (a million names: seconds of CPU until its statement_timeout) and, with
             -- standard_conforming_strings off, leave its session's cached plans of their patterns broken for its
             -- later asks; security review of session 20)
+            -- (rag._any_lexeme: only rag._candidates calls it; PL/pgSQL since session 20, so a writer's own call
+            -- would have left its plan in the writer's session)
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner', f.sig);
         ELSE
             -- readers: what row level security, rag.embed and rag.verify run as the reader (rag.verify called
