@@ -30,7 +30,7 @@ def stats(conn, tenant: str) -> tuple:
         (tenant,),
     ).fetchall()
     titles = conn.execute(
-        "SELECT title, stripped, tsv::text, live_chunks FROM rag.tenant_title "
+        "SELECT title, stripped, tsv::text, trgm::text, live_chunks FROM rag.tenant_title "
         "WHERE tenant = %s AND live_chunks <> 0 ORDER BY 1",
         (tenant,),
     ).fetchall()
@@ -49,7 +49,8 @@ def recomputed(conn, tenant: str) -> tuple:
     ).fetchall()
     titles = conn.execute(
         "SELECT title, regexp_replace(title, '^[0-9A-Z]*[0-9.]+\\s+', ''), "
-        "to_tsvector(ts_config, regexp_replace(title, '^[0-9A-Z]*[0-9.]+\\s+', ''))::text, count(*) "
+        "to_tsvector(ts_config, regexp_replace(title, '^[0-9A-Z]*[0-9.]+\\s+', ''))::text, "
+        "show_trgm(regexp_replace(title, '^[0-9A-Z]*[0-9.]+\\s+', ''))::text, count(*) "
         "FROM rag.chunk WHERE tenant = %s AND retired_at IS NULL AND title <> '' "
         "GROUP BY title, ts_config ORDER BY 1",
         (tenant,),
@@ -336,6 +337,96 @@ def test_the_title_leg_reads_a_long_questions_first_500_characters(conn):
     assert titled("checkpoint tuning " + filler) == {"Checkpoint tuning"}
     assert titled(filler + " checkpoint tuning") == set()
     assert titled(" ".join(["rows"] * 70) + " checkpoint tuning") == {"Checkpoint tuning"}  # 367 characters
+
+
+def title_leg_reference(conn, tenant: str, question: str, depth: int = 40) -> list:
+    """The title leg as its comment specifies it, without the trigram bound: every title of the tenant
+    sharing a lexeme with the question scored by word_similarity (rounded to 6 places), those at or above
+    min_title_similarity kept down to the score at which their chunks (best first) reach depth, their
+    chunks in (score desc, doc_key, chunk_index, chunk_id) order: [(chunk_id, score)]."""
+    tq = conn.execute(
+        "SELECT rag._title_question(rag._correct_question(%s, %s, rag._params()))", (tenant, question)
+    ).fetchone()[0]
+    min_title = conn.execute("SELECT (rag._params() ->> 'min_title_similarity')::float8").fetchone()[0]
+    scored = conn.execute(
+        "SELECT x.title, x.live_chunks, round(word_similarity(x.stripped, %s)::numeric, 6)::float8 "
+        "FROM rag.tenant_title AS x JOIN rag.tenant AS t USING (tenant) "
+        "WHERE x.tenant = %s AND x.live_chunks > 0 "
+        "AND x.tsv @@ rag._any_lexeme(tsvector_to_array(to_tsvector(t.ts_config, %s)))",
+        (tq, tenant, tq),
+    ).fetchall()
+    above = sorted((r for r in scored if r[2] >= min_title), key=lambda r: -r[2])
+    before, cutoff = 0, None
+    for _, n, sc in above:
+        if before < depth:
+            cutoff = sc
+        before += n
+    kept = {t: sc for t, _, sc in above if cutoff is not None and sc >= cutoff}
+    rows = conn.execute(
+        "SELECT chunk_id, doc_key, chunk_index, title FROM rag.chunk "
+        "WHERE tenant = %s AND retired_at IS NULL AND title = ANY (%s)",
+        (tenant, list(kept)),
+    ).fetchall()
+    rows.sort(key=lambda r: (-kept[r[3]], r[1], r[2], r[0]))
+    return [(r[0], kept[r[3]]) for r in rows[:depth]]
+
+
+def test_the_title_legs_trigram_bound_keeps_every_title_word_similarity_keeps(conn):
+    """The title leg computes word_similarity only for titles whose share of trigrams found in the question
+    reaches min_title_similarity (pg_trgm's word similarity is at most that share). Titles made of the
+    question's words and others, whose scores lie on both sides of every cut-off (among them titles whose
+    score is exactly their share), give the leg's rows of the unbounded computation for cut-offs from 0 to 1,
+    for a tenant reading its titles by primary key and for one reading them through GIN."""
+    rnd = random.Random(21)
+    qwords = ["checkpoint", "writes", "spread", "interval", "tuning", "wal", "segments"]
+    other = ["vacuum", "freeze", "planner", "cost", "index", "bloat", "replica", "slot", "locks", "toast"]
+    sections = []
+    for _ in range(120):
+        words = rnd.sample(qwords, rnd.randint(1, 3)) + rnd.sample(other, rnd.randint(0, 3))
+        rnd.shuffle(words)
+        title = " ".join(words).capitalize()
+        for _ in range(rnd.randint(1, 3)):
+            sections.append(f"# {title}\n\nNotes on {' '.join(words)} in part {len(sections)}.")
+    # titles that are one question word, or its contiguous words: word_similarity equals their share
+    sections += [f"# {w.title()}\n\nAbout {w}." for w in qwords]
+    sections.append("# Checkpoint writes\n\nAbout checkpoint writes.")
+    body = "\n\n".join(sections)
+    question = "How are checkpoint writes spread over the checkpoint interval when tuning wal segments?"
+    for tenant in ("tb_small", "tb_gin"):
+        conn.execute("SELECT rag.create_tenant(%s)", (tenant,))
+        conn.execute("SELECT * FROM rag.ingest(%s, 'a.md', %s)", (tenant, body))
+    n = conn.execute("SELECT rag._live_chunks('tb_gin')").fetchone()[0]
+    assert n <= 2000  # read by primary key unless it has its own title index:
+    assert len(conn.execute("SELECT * FROM rag._index_tenants(%s, 'tb_gin')", (n,)).fetchall()) == 3
+    qemb = conn.execute("SELECT rag.embed(%s)::text", (question,)).fetchone()[0]
+    tq = conn.execute(
+        "SELECT rag._title_question(rag._correct_question('tb_gin', %s, '{}'))", (question,)
+    ).fetchone()[0]
+    # the titles sharing a word with the question score on both sides of every cut-off tried
+    scores = [
+        r[0]
+        for r in conn.execute(
+            "SELECT round(word_similarity(stripped, %s)::numeric, 6)::float8 FROM rag.tenant_title WHERE "
+            "tenant = 'tb_gin' AND tsv @@ rag._any_lexeme(tsvector_to_array(to_tsvector('english', %s)))",
+            (tq, tq),
+        )
+    ]
+    assert all(min(scores) < c <= max(scores) for c in (0.3, 0.5, 0.6, 0.75)), sorted(scores)
+    assert 1.0 in scores and 0.5 in scores  # a title exactly at the default cut-off
+    for cut in ("0", "0.3", "0.5", "0.6", "0.75", "1"):
+        conn.execute("SELECT rag.set_config('min_title_similarity', %s)", (cut,))
+        for tenant in ("tb_small", "tb_gin"):
+            want = title_leg_reference(conn, tenant, question)
+            corrected = conn.execute(
+                "SELECT rag._correct_question(%s, %s, rag._params())", (tenant, question)
+            ).fetchone()[0]
+            got = conn.execute(
+                "SELECT chunk_id, trgm_score FROM rag._candidates(%s, %s, %s::vector, 40, rag._params()) "
+                "WHERE trgm_rank IS NOT NULL ORDER BY trgm_rank",
+                (tenant, corrected, qemb),
+            ).fetchall()
+            assert got == want, (cut, tenant)
+            assert got or cut == "1"
 
 
 def test_index_tenants_rejects_a_bad_minimum(conn):

@@ -65,9 +65,10 @@ BEGIN
         'SELECT pg_catalog.array_agg(up.tenant), pg_catalog.array_agg(up.lexeme) FROM up WHERE up.live_chunks <= 0',
         sgn, src) INTO gone_tenants, gone_keys;
     EXECUTE pg_catalog.format(
-        'WITH up AS (INSERT INTO rag.tenant_title AS t (tenant, title, stripped, tsv, live_chunks) '
+        'WITH up AS (INSERT INTO rag.tenant_title AS t (tenant, title, stripped, tsv, trgm, live_chunks) '
         'SELECT g.tenant, g.title, rag._title_stripped(g.title), '
-        '    pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), g.n '
+        '    pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), '
+        '    public.show_trgm(rag._title_stripped(g.title)), g.n '
         'FROM (SELECT r.tenant, r.title, (pg_catalog.array_agg(r.ts_config))[1] AS cfg, %s * pg_catalog.count(*) AS n '
         '      FROM (%s) AS r WHERE r.title <> %L GROUP BY r.tenant, r.title) AS g '
         'ORDER BY g.tenant, g.title '
@@ -193,9 +194,10 @@ BEGIN
     CROSS JOIN LATERAL pg_catalog.unnest(c.tsv) AS x (lexeme, positions, weights)
     WHERE c.retired_at IS NULL
     GROUP BY c.tenant, x.lexeme;
-    INSERT INTO rag.tenant_title (tenant, title, stripped, tsv, live_chunks)
+    INSERT INTO rag.tenant_title (tenant, title, stripped, tsv, trgm, live_chunks)
     SELECT g.tenant, g.title, rag._title_stripped(g.title),
-        pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), g.n
+        pg_catalog.to_tsvector(g.cfg, rag._title_stripped(g.title)), public.show_trgm(rag._title_stripped(g.title)),
+        g.n
     FROM (
         SELECT c.tenant, c.title, (pg_catalog.array_agg(c.ts_config))[1] AS cfg, pg_catalog.count(*) AS n
         FROM rag.chunk AS c
