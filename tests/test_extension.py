@@ -67,6 +67,10 @@ def test_update_from_a_previous_release_equals_a_fresh_install_and_keeps_data(pg
             member,
         )
         c.execute(f"DROP ROLE {member}")
+        # the title stored under the old release has its trigrams (the title leg's bound; migration 017)
+        assert c.execute(
+            "SELECT count(*), count(*) FILTER (WHERE trgm = show_trgm(stripped)) FROM rag.tenant_title"
+        ).fetchone() == (1, 1)
         upgraded = [r[0] for r in c.execute(CATALOG).fetchall()]
         status, citations = c.execute(
             "SELECT status, citations FROM rag.ask('What removes dead tuples?', 'old', 1)"
