@@ -852,6 +852,34 @@ def test_session_settings_do_not_change_what_is_answered_or_logged(pg, adb, sett
     assert log == expected_log
 
 
+def test_functions_that_run_as_the_caller_read_their_literals_as_written(pg, adb):
+    """rag.verify runs as its caller (no SECURITY DEFINER): with a reader's standard_conforming_strings off it
+    parsed its own regular expressions as that setting reads backslashes and failed with 2201B. Every public
+    function that runs as its caller now pins the setting for its call (rag._apply_grants): the reader's
+    verification is the one of a default session, and its own setting is left as it set it."""
+    with connect(pg, adb, R["reader"]) as c:
+        row = c.execute(ASK_TYPO).fetchone()
+        assert row[1] == "answered"
+        answer, cited = c.execute(
+            "SELECT answer, citations FROM rag.ask_log WHERE ask_id = %s", (row[0],)
+        ).fetchone()
+        verify = "SELECT * FROM rag.verify(%s, %s::jsonb, %s::bigint[])"
+        args = (answer, json.dumps(cited), [x["chunk_id"] for x in cited])
+        expected = c.execute(verify, args).fetchone()
+        assert expected[2] == "answered" and expected[1]
+    with connect(pg, adb, R["reader"]) as c:
+        c.execute("SET standard_conforming_strings = off")
+        assert c.execute(verify, args).fetchone() == expected
+        assert c.execute("SHOW standard_conforming_strings").fetchone()[0] == "off"
+    with pg.admin(adb) as c:
+        unpinned = c.execute(
+            "SELECT p.oid::regprocedure::text FROM pg_proc AS p WHERE p.pronamespace = 'rag'::regnamespace"
+            " AND p.prokind = 'f' AND NOT p.prosecdef AND left(p.proname, 1) <> '_'"
+            " AND NOT coalesce('standard_conforming_strings=on' = ANY (p.proconfig), false)"
+        ).fetchall()
+    assert unpinned == []
+
+
 def test_a_large_reply_to_rag_answer_is_refused_before_any_work(pg, adb):
     """rag.answer checks any caller's reply: 800 copies of a cited sentence and 800 copies of its citation
     (100 kB) cost the check sentences x citations (half a minute of a core, gigabytes a few hundred kB

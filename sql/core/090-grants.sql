@@ -90,6 +90,19 @@ BEGIN
         END IF;
         n := n + 1;
     END LOOP;
+    -- the public functions that run as their caller (rag.verify, rag.ingest, rag.ask's and rag.retrieve's
+    -- wrappers, ...): how string literals are read is pinned for their call too, so that what they run as the
+    -- caller (rag.verify's own regular expressions, the internals rag.ingest calls) is parsed as written; with a
+    -- reader's standard_conforming_strings off, rag.verify failed with 2201B (session 21). Their SECURITY
+    -- DEFINER callees pin it already (above).
+    FOR f IN
+        SELECT p.oid::regprocedure AS sig
+        FROM pg_catalog.pg_proc AS p
+        WHERE p.pronamespace = 'rag'::regnamespace AND p.proname NOT LIKE '\_%' AND p.prokind = 'f'
+            AND NOT p.prosecdef AND p.prorettype <> 'trigger'::regtype
+    LOOP
+        EXECUTE pg_catalog.format('ALTER FUNCTION %s SET standard_conforming_strings = on', f.sig);
+    END LOOP;
     -- the owner of this database administers pgcite here (rag._is_admin): it may run what pgcite_admin may
     -- (which includes what readers and writers may), wherever that is not granted to PUBLIC anyway
     FOR f IN
