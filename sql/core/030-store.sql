@@ -181,16 +181,19 @@ BEGIN
     -- what every citation of the document repeats into the answer, the generation prompt and the append-only log
     -- of every ask that cites it, bounded per field: a writer's 5 MB source URL was copied into each such ask's
     -- citations (security round 5). rag.ingest's chunker keeps titles to 512 characters and anchors to 256.
+    -- A title is also a key of two B-tree indexes ((tenant, title): rag.chunk's and rag.tenant_title's), whose
+    -- entries hold at most 2,704 bytes: over 2,400 bytes (with a tenant name of up to 63), a title that does not
+    -- compress failed in the index with an internal message (session 21's review).
     IF pg_catalog.length(p_source_url) > 8192 OR EXISTS (
         SELECT FROM pg_catalog.unnest(p_chunks) AS c
-        WHERE pg_catalog.length(c.title) > 4096 OR pg_catalog.length(c.anchor) > 4096
-            OR pg_catalog.length(c.section_path) > 8192
+        WHERE pg_catalog.octet_length(c.title) > 2400
+            OR pg_catalog.length(c.anchor) > 4096 OR pg_catalog.length(c.section_path) > 8192
     ) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'program_limit_exceeded',
-            MESSAGE = pg_catalog.format('document "%s" has a source URL over 8192 characters, or a chunk title or '
-                'anchor over 4096 or a section path over 8192', p_doc_key),
-            HINT = 'Citations repeat these in every answer and log entry: shorten them.';
+            MESSAGE = pg_catalog.format('document "%s" has a source URL over 8192 characters, a chunk title over '
+                '2400 bytes, an anchor over 4096 characters or a section path over 8192', p_doc_key),
+            HINT = 'Citations repeat these in every answer and log entry, and titles are index keys: shorten them.';
     END IF;
     IF p_model IS DISTINCT FROM rag.model_name() OR pg_catalog.octet_length(p_hash) IS DISTINCT FROM 32
         OR coalesce(p_empty_sections, 0) < 0
