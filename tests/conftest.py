@@ -23,7 +23,7 @@ import math
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,15 +98,23 @@ def drop_database(pg: PG, name: str) -> None:
 
 
 @contextmanager
-def updated_from(pg: PG, name: str, version: str = "0.8.0") -> Iterator[psycopg.Connection]:
-    """A superuser's connection to database `name`, made afresh with pgcite `version` and then updated by
-    ALTER EXTENSION pgcite UPDATE (to 0.9.0, asserted); the database is dropped afterwards."""
+def updated_from(
+    pg: PG,
+    name: str,
+    version: str = "0.8.0",
+    before_update: Callable[[psycopg.Connection], None] | None = None,
+) -> Iterator[psycopg.Connection]:
+    """A superuser's connection to database `name`, made afresh with pgcite `version` (then before_update(c),
+    e.g. storing data under that version) and updated by ALTER EXTENSION pgcite UPDATE (to 0.9.0, asserted);
+    the database is dropped afterwards."""
     drop_database(pg, name)
     with pg.admin() as a:
         a.execute(f'CREATE DATABASE "{name}"')
     try:
         with pg.admin(name) as c:
             c.execute(f"CREATE EXTENSION pgcite VERSION '{version}' CASCADE")
+            if before_update is not None:
+                before_update(c)
             c.execute("ALTER EXTENSION pgcite UPDATE")
             assert c.execute("SELECT extversion FROM pg_extension WHERE extname = 'pgcite'").fetchone() == (
                 "0.9.0",

@@ -27,8 +27,8 @@ import uuid
 
 import psycopg
 import pytest
-from conftest import connect, create_managed, drop_database, drop_managed, fails, two_tenant_database
-from test_retrieval_index import title_leg_reference
+from conftest import connect, create_managed, drop_managed, fails, two_tenant_database, updated_from
+from test_retrieval_index import title_leg_reference, title_leg_rows
 
 from pgcite.cli import main
 
@@ -76,15 +76,7 @@ def _items(titles, tag: str = "") -> str:
 
 def _leg(c, tenant: str, question: str) -> list:
     """The title leg's rows of rag._candidates (as rag._answer calls it) and those of the unbounded leg."""
-    corrected = c.execute(
-        "SELECT rag._correct_question(%s, %s, rag._params())", (tenant, question)
-    ).fetchone()[0]
-    got = c.execute(
-        "SELECT chunk_id, trgm_score FROM rag._candidates(%s, %s, %s::vector, 40, rag._params()) "
-        "WHERE trgm_rank IS NOT NULL ORDER BY trgm_rank",
-        (tenant, corrected, json.dumps(E)),
-    ).fetchall()
-    return [got, title_leg_reference(c, tenant, question)]
+    return [title_leg_rows(c, tenant, question, json.dumps(E)), title_leg_reference(c, tenant, question)]
 
 
 def _trigrams_right(c, tenant: str) -> tuple:
@@ -236,18 +228,8 @@ def _check_updated(c) -> None:
 
 
 def test_an_update_from_0_8_0_gives_stored_titles_their_trigrams(pg):
-    name = f"pgcite_s21upd_{SFX}"
-    drop_database(pg, name)
-    with pg.admin() as a:
-        a.execute(f'CREATE DATABASE "{name}"')
-    try:
-        with pg.admin(name) as c:
-            c.execute("CREATE EXTENSION pgcite VERSION '0.8.0' CASCADE")
-            _store_old(c)
-            c.execute("ALTER EXTENSION pgcite UPDATE")
-            _check_updated(c)
-    finally:
-        drop_database(pg, name)
+    with updated_from(pg, f"pgcite_s21upd_{SFX}", before_update=_store_old) as c:
+        _check_updated(c)
 
 
 def test_pgcite_install_from_0_8_0_gives_stored_titles_their_trigrams(pg):

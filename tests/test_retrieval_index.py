@@ -371,6 +371,18 @@ def title_leg_reference(conn, tenant: str, question: str, depth: int = 40) -> li
     return [(r[0], kept[r[3]]) for r in rows[:depth]]
 
 
+def title_leg_rows(conn, tenant: str, question: str, qemb: str) -> list:
+    """The title leg's rows of rag._candidates (as rag._answer calls it): [(chunk_id, score)], ranked."""
+    corrected = conn.execute(
+        "SELECT rag._correct_question(%s, %s, rag._params())", (tenant, question)
+    ).fetchone()[0]
+    return conn.execute(
+        "SELECT chunk_id, trgm_score FROM rag._candidates(%s, %s, %s::vector, 40, rag._params()) "
+        "WHERE trgm_rank IS NOT NULL ORDER BY trgm_rank",
+        (tenant, corrected, qemb),
+    ).fetchall()
+
+
 def test_the_title_legs_trigram_bound_keeps_every_title_word_similarity_keeps(conn):
     """The title leg computes word_similarity only for titles whose share of trigrams found in the question
     reaches min_title_similarity (pg_trgm's word similarity is at most that share). Titles made of the
@@ -417,14 +429,7 @@ def test_the_title_legs_trigram_bound_keeps_every_title_word_similarity_keeps(co
         conn.execute("SELECT rag.set_config('min_title_similarity', %s)", (cut,))
         for tenant in ("tb_small", "tb_gin"):
             want = title_leg_reference(conn, tenant, question)
-            corrected = conn.execute(
-                "SELECT rag._correct_question(%s, %s, rag._params())", (tenant, question)
-            ).fetchone()[0]
-            got = conn.execute(
-                "SELECT chunk_id, trgm_score FROM rag._candidates(%s, %s, %s::vector, 40, rag._params()) "
-                "WHERE trgm_rank IS NOT NULL ORDER BY trgm_rank",
-                (tenant, corrected, qemb),
-            ).fetchall()
+            got = title_leg_rows(conn, tenant, question, qemb)
             assert got == want, (cut, tenant)
             assert got or cut == "1"
 
