@@ -115,6 +115,15 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
     exact = conn.execute(sql, (Q, "own")).fetchall()
     n = conn.execute("SELECT rag._live_chunks('own')").fetchone()[0]
     assert n >= 40
+    # the full-text leg's ranking (BM25 of its candidates) before the tenant has its own indexes
+    fts_sql = (
+        "SELECT chunk_id, fts_rank, fts_score FROM rag._candidates('own', rag._correct_question('own', %s, "
+        "rag._params()), rag.embed(%s), 40, rag._params()) WHERE fts_rank IS NOT NULL ORDER BY fts_rank"
+    )
+    fts = {
+        q: conn.execute(fts_sql, (q, q)).fetchall() for q in (Q, "checkpoint topic 3", "notes of the tenant")
+    }
+    assert all(fts.values())
     assert conn.execute("SELECT count(*) FROM rag._index_tenants(%s, 'own')", (n + 1,)).fetchone()[0] == 0
     built = conn.execute("SELECT tenant, index_name FROM rag._index_tenants(%s, 'own')", (n,)).fetchall()
     names = conn.execute(
@@ -123,6 +132,13 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
     ).fetchone()
     # the partial HNSW index, the partial GIN one, then the partial GIN index of the tenant's titles
     assert built == [("own", names[0]), ("own", names[1]), ("own", names[2])]
+    # the GIN index of the tenant's tsvectors is on rag.chunk_tsv's narrow rows (0.9.0), and the leg's ranking
+    # through it (candidates' rows read back by ctid) is the one read through the table-wide index
+    on = conn.execute(
+        "SELECT indrelid::regclass::text FROM pg_index WHERE indexrelid = %s::regclass", (f"rag.{names[1]}",)
+    )
+    assert on.fetchone()[0] == "rag.chunk_tsv"
+    assert {q: conn.execute(fts_sql, (q, q)).fetchall() for q in fts} == fts
     index = names[0]
     assert conn.execute("SELECT count(*) FROM rag._index_tenants(1, 'own')").fetchone()[0] == 0  # built once
     for i in range(7):
@@ -139,7 +155,7 @@ def test_own_hnsw_index_is_used_after_many_calls_and_not_for_other_tenants(conn)
         # can prove the own GIN index's predicate and use it, as bench/plan_check.py shows at 1M); which index
         # the planner picks for 45 chunks is its cost estimate's business (it may read them, or filter the
         # table-wide GIN index's bitmap), not this function's
-        named = "WHERE c.tenant = 'own' AND c.retired_at IS NULL AND c.tsv OPERATOR(pg_catalog.@@) $1"
+        named = "FROM rag.chunk_tsv AS t WHERE t.tenant = 'own' AND t.tsv OPERATOR(pg_catalog.@@) $1"
         assert any(named in p for p in seen), i
         rows, seen = plans(conn, sql, (WRAP, "tiny"))
         assert len(rows) == 10

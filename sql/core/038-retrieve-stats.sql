@@ -125,8 +125,8 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        INSERT INTO rag.chunk_tsv (chunk_id, tsv)
-        SELECT n.chunk_id, n.tsv FROM new_rows AS n
+        INSERT INTO rag.chunk_tsv (chunk_id, tsv, tenant)
+        SELECT n.chunk_id, n.tsv, n.tenant FROM new_rows AS n
         WHERE n.retired_at IS NULL
         ORDER BY n.chunk_id;
     ELSE
@@ -205,8 +205,8 @@ BEGIN
         GROUP BY c.tenant, c.title
     ) AS g;
     DELETE FROM rag.chunk_tsv;
-    INSERT INTO rag.chunk_tsv (chunk_id, tsv)
-    SELECT c.chunk_id, c.tsv FROM rag.chunk AS c WHERE c.retired_at IS NULL ORDER BY c.chunk_id;
+    INSERT INTO rag.chunk_tsv (chunk_id, tsv, tenant)
+    SELECT c.chunk_id, c.tsv, c.tenant FROM rag.chunk AS c WHERE c.retired_at IS NULL ORDER BY c.chunk_id;
     LOCK TABLE rag.term IN SHARE MODE;
     DELETE FROM rag.word;
     INSERT INTO rag.word (word)
@@ -240,7 +240,9 @@ COMMENT ON FUNCTION rag._tenant_index_name(text) IS
 
 -- The full-text leg's GIN index holds every tenant's chunks: the bitmap of a 1 % tenant's lexemes is about a
 -- hundred times its own matches (59,000 TIDs, 9.6 ms, to keep 557 of a 10,000-chunk tenant at 1M). The
--- tenants that get a partial HNSW index get a partial GIN index on tsv too, found by this name.
+-- tenants that get a partial HNSW index get a partial GIN index on tsv too, found by this name: on rag.chunk_tsv
+-- (the narrow rows, which rag.chunk_tsv.tenant lets it hold for one tenant) since 0.9.0 (migration 018), so the
+-- leg reads its candidates' ids and tsvectors in one scan; on rag.chunk before.
 CREATE OR REPLACE FUNCTION rag._tenant_fts_index_name(p_tenant text)
 RETURNS text
 LANGUAGE plpgsql
@@ -252,7 +254,7 @@ BEGIN
 END
 $fn$;
 COMMENT ON FUNCTION rag._tenant_fts_index_name(text) IS
-'Internal: the name of the partial GIN (tsv) index of a tenant''s live chunks in schema rag.';
+'Internal: the name of the partial GIN (tsv) index of a tenant''s live chunks (on rag.chunk_tsv) in schema rag.';
 
 -- The title leg's GIN index on rag.tenant_title holds every tenant's titles: tenants built from the same
 -- manuals share most titles, so a lookup for the largest tenant at 1M returned 1,384 titles to keep its 50
@@ -309,7 +311,7 @@ BEGIN
             (1, rag._tenant_index_name(st.tenant), 'rag.chunk',
                 'hnsw (embedding public.vector_cosine_ops)' || rag._hnsw_build_options(st.live_chunks),
                 'tenant = %L AND retired_at IS NULL'),
-            (2, rag._tenant_fts_index_name(st.tenant), 'rag.chunk', 'gin (tsv)', 'tenant = %L AND retired_at IS NULL'),
+            (2, rag._tenant_fts_index_name(st.tenant), 'rag.chunk_tsv', 'gin (tsv)', 'tenant = %L'),
             (3, rag._tenant_title_index_name(st.tenant), 'rag.tenant_title', 'gin (tsv)', 'tenant = %L')
         ) AS x (n, name, tbl, kind, pred)
         WHERE st.live_chunks >= p_min_chunks

@@ -56,7 +56,7 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 --   question's lexemes weighted by their idf in the tenant, below); when every lexeme fits, that is every
 --   match, exactly as an unbounded leg. If the rarest lexeme alone is over the budget, the newest p_depth * 10
 --   chunks with both of the two rarest lexemes are ranked. Their tsvectors are read from rag.chunk_tsv (narrow
---   rows, by primary key).
+--   rows): with the candidates through the tenant's own GIN index there, else by primary key.
 -- - titles: the tenant's distinct titles (rag.tenant_title) sharing a lexeme with the question (the tenant's own
 --   partial GIN index, else the table-wide one; a tenant of at most 2,000 chunks reads its titles by primary
 --   key), each scored once by word_similarity.
@@ -130,6 +130,8 @@ DECLARE
     scan_titles boolean := n_active <= 2000
         AND pg_catalog.to_regclass('rag.' || rag._tenant_title_index_name(p_tenant)) IS NULL;
     fts_ids bigint [];
+    -- where the candidate scan found each candidate's row of rag.chunk_tsv (the tenant's own index), else NULL
+    fts_tids tid [];
     use_ann boolean := false;
     own_ann boolean := false;
     own_dense boolean := false;
@@ -222,15 +224,19 @@ BEGIN
     IF q IS NOT NULL AND q_match IS NOT NULL THEN
         PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
         IF own_fts THEN
-            -- the tenant's own partial GIN index (rag._index_tenants): its bitmap holds only the tenant's
-            -- matches. The tenant is a literal, so the planner proves the index's predicate.
+            -- the tenant's own partial GIN index on rag.chunk_tsv (rag._index_tenants): its bitmap holds only
+            -- the tenant's matches, its narrow rows (live chunks only) give the candidates' ids, and the ranking
+            -- below reads the kept candidates' rows again where they are (by ctid, not through the primary key;
+            -- issue #10, session 21). The tenant is a literal, so the planner proves the index's predicate;
+            -- OFFSET 0 keeps a plan from reading the table in chunk_id order.
             EXECUTE pg_catalog.format(
-                'WITH m AS MATERIALIZED ('
-                ' SELECT c.chunk_id FROM rag.chunk AS c WHERE c.tenant = %L AND c.retired_at IS NULL'
-                ' AND c.tsv OPERATOR(pg_catalog.@@) $1)'
-                ' SELECT pg_catalog.array_agg(x.chunk_id) FROM'
-                ' (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
-            INTO fts_ids USING q_match, fts_budget;
+                'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
+                ' pg_catalog.array_agg(x.ctid ORDER BY x.chunk_id DESC) FROM ('
+                ' SELECT m.chunk_id, m.ctid FROM ('
+                ' SELECT t.chunk_id, t.ctid FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
+                ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
+                ' ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
+            INTO fts_ids, fts_tids USING q_match, fts_budget;
         ELSIF scan_tenant THEN
             -- a small tenant's own rows filtered by @@ (OFFSET 0 keeps @@ out of the scan)
             WITH m AS MATERIALIZED (
@@ -281,11 +287,19 @@ BEGIN
         -- rag.chunk
         WITH scored AS MATERIALIZED (
             SELECT u.chunk_id, ct.s
-            FROM pg_catalog.unnest(fts_ids) AS u (chunk_id)
+            FROM ROWS FROM (pg_catalog.unnest(fts_ids), pg_catalog.unnest(fts_tids)) AS u (chunk_id, tid)
             CROSS JOIN LATERAL (
-                SELECT v.tsv FROM rag.chunk_tsv AS v
-                WHERE v.chunk_id = u.chunk_id AND v.tsv @@ q
-                OFFSET 0
+                -- the candidate's row of rag.chunk_tsv where the candidate scan found it (the tenant's own index:
+                -- rows are never updated, and this transaction's lock on the table keeps them in place), else by
+                -- primary key
+                SELECT x.tsv FROM (
+                    SELECT coalesce(
+                        (SELECT v.tsv FROM rag.chunk_tsv AS v WHERE v.ctid = u.tid AND v.chunk_id = u.chunk_id),
+                        (SELECT v.tsv FROM rag.chunk_tsv AS v WHERE u.tid IS NULL AND v.chunk_id = u.chunk_id)
+                    ) AS tsv
+                    OFFSET 0
+                ) AS x
+                WHERE x.tsv @@ q
             ) AS m
             CROSS JOIN LATERAL (
                 SELECT round(sum(w.idf * 2.2 * e.tf / (e.tf + 1.2))::numeric, 6)::float8 AS s
