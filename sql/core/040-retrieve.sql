@@ -289,9 +289,11 @@ BEGIN
             SELECT u.chunk_id, ct.s
             FROM ROWS FROM (pg_catalog.unnest(fts_ids), pg_catalog.unnest(fts_tids)) AS u (chunk_id, tid)
             CROSS JOIN LATERAL (
-                -- the candidate's row of rag.chunk_tsv where the candidate scan found it (the tenant's own index:
-                -- rows are never updated, and this transaction's lock on the table keeps them in place), else by
-                -- primary key
+                -- the candidate's row of rag.chunk_tsv where the candidate scan found it (the tenant's own index),
+                -- else by primary key. The ctid still holds that row: rows are never updated, and this STABLE
+                -- function's statements all run under the calling statement's snapshot, whose rows VACUUM may not
+                -- remove (as VOLATILE, a rebuild of the table between the two statements would move every row:
+                -- the chunk id is checked, but the leg would lose its candidates)
                 SELECT x.tsv FROM (
                     SELECT coalesce(
                         (SELECT v.tsv FROM rag.chunk_tsv AS v WHERE v.ctid = u.tid AND v.chunk_id = u.chunk_id),
