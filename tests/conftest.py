@@ -298,6 +298,30 @@ def drop_managed(m: Managed) -> None:
         a.execute(f"DROP ROLE IF EXISTS {m.owner}")
 
 
+@contextmanager
+def managed_from(
+    pg: PG, version: str = "0.8.0", before_update: Callable[[psycopg.Connection], None] | None = None
+) -> Iterator[Managed]:
+    """A managed database (no extension mechanism, a non-superuser owner) given pgcite `version` by `pgcite
+    install --version`, then before_update(its owner's connection), then updated by `pgcite install`; dropped
+    afterwards."""
+    import io
+
+    from pgcite.cli import main
+
+    m = create_managed(pg)
+    try:
+        for argv in (["--version", version], []):
+            out, err = io.StringIO(), io.StringIO()
+            assert main(["install", "--dsn", m.dsn, *argv], out=out, err=err) == 0, (argv, err.getvalue())
+            if argv and before_update is not None:
+                with m.admin() as c:
+                    before_update(c)
+        yield m
+    finally:
+        drop_managed(m)
+
+
 @pytest.fixture
 def managed_db(pg) -> Iterator[Managed]:
     m = create_managed(pg)

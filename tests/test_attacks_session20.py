@@ -21,7 +21,6 @@ PL/pgSQL, and migration 016 (the seven-argument rag._choose_quotes dropped), att
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import uuid
@@ -31,16 +30,13 @@ import pytest
 from conftest import (
     connect,
     create_database,
-    create_managed,
     drop_database,
-    drop_managed,
     fails,
+    managed_from,
     tenant_reader,
     two_tenant_database,
     updated_from,
 )
-
-from pgcite.cli import main
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"s20_{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
@@ -324,14 +320,7 @@ def test_an_update_from_0_8_0_leaves_one_choose_quotes_granted_as_a_fresh_instal
 
 
 def test_pgcite_install_from_0_8_0_leaves_one_choose_quotes(pg):
-    m = create_managed(pg)
-    try:
-        for argv in (["--version", "0.8.0"], []):
-            out, err = io.StringIO(), io.StringIO()
-            assert main(["install", "--dsn", m.dsn, *argv], out=out, err=err) == 0, (argv, err.getvalue())
-        with psycopg.connect(m.dsn, autocommit=True) as c:
-            _one_choose_quotes(c)
-            applied = [r[0] for r in c.execute("SELECT name FROM rag.install_migration ORDER BY 1")]
-            assert "016-choose-quotes-features.sql" in applied
-    finally:
-        drop_managed(m)
+    with managed_from(pg) as m, psycopg.connect(m.dsn, autocommit=True) as c:
+        _one_choose_quotes(c)
+        applied = [r[0] for r in c.execute("SELECT name FROM rag.install_migration ORDER BY 1")]
+        assert "016-choose-quotes-features.sql" in applied

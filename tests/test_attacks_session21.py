@@ -19,7 +19,6 @@ reaches min_title_similarity less a millionth, attacked as tenant roles and chec
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import time
@@ -27,10 +26,8 @@ import uuid
 
 import psycopg
 import pytest
-from conftest import connect, create_managed, drop_managed, fails, two_tenant_database, updated_from
+from conftest import connect, fails, managed_from, two_tenant_database, updated_from
 from test_retrieval_index import title_leg_reference, title_leg_rows
-
-from pgcite.cli import main
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"s21_{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
@@ -233,15 +230,5 @@ def test_an_update_from_0_8_0_gives_stored_titles_their_trigrams(pg):
 
 
 def test_pgcite_install_from_0_8_0_gives_stored_titles_their_trigrams(pg):
-    m = create_managed(pg)
-    try:
-        for argv in (["--version", "0.8.0"], []):
-            out, err = io.StringIO(), io.StringIO()
-            assert main(["install", "--dsn", m.dsn, *argv], out=out, err=err) == 0, (argv, err.getvalue())
-            if argv:
-                with m.admin() as c:
-                    _store_old(c)
-        with m.admin() as c:
-            _check_updated(c)
-    finally:
-        drop_managed(m)
+    with managed_from(pg, before_update=_store_old) as m, m.admin() as c:
+        _check_updated(c)

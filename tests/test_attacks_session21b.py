@@ -16,16 +16,13 @@ rag.chunk_tsv (new column tenant, migration 018), its candidates read back by ct
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
 import uuid
 
 import pytest
-from conftest import connect, create_managed, drop_managed, fails, two_tenant_database, updated_from
-
-from pgcite.cli import main
+from conftest import connect, fails, managed_from, two_tenant_database, updated_from
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"s21b_{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
@@ -241,16 +238,6 @@ def test_an_update_from_0_8_0_moves_a_tenants_fts_index_to_chunk_tsv(pg):
 
 
 def test_pgcite_install_from_0_8_0_moves_a_tenants_fts_index_to_chunk_tsv(pg):
-    m = create_managed(pg)
     seen: dict = {}
-    try:
-        for argv in (["--version", "0.8.0"], []):
-            out, err = io.StringIO(), io.StringIO()
-            assert main(["install", "--dsn", m.dsn, *argv], out=out, err=err) == 0, (argv, err.getvalue())
-            if argv:
-                with m.admin() as c:
-                    _store_old(c, seen)
-        with m.admin() as c:
-            _check_updated(c, seen)
-    finally:
-        drop_managed(m)
+    with managed_from(pg, before_update=lambda c: _store_old(c, seen)) as m, m.admin() as c:
+        _check_updated(c, seen)
