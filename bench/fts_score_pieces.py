@@ -9,9 +9,10 @@ candidates through the tenant's own index, as rag._candidates computes them. The
 from the client with those as parameters (best of --repeats per question; every statement pays the same
 parameter parsing, which `base` measures): the pieces of the scoring (the candidates' rows read and tested
 with @@, the question's lexemes marked and kept, unnested and summed) and the whole statement as 0.9.0's
-session 21 wrote it (one aggregate per candidate, joined with the question's lexemes) and as session 22 does
-(one aggregate over every candidate's terms, idf by position). Prints p50 / p95 / mean ms per statement, and
-whether the two whole statements give the same candidates and scores (issue #10, session 22).
+session 21 wrote it (one aggregate per candidate, joined with the question's lexemes) and as one aggregate
+over every candidate's terms (idf by position), its float8 sum as it comes, in numeric, and on a 2^-36 grid
+(what session 22 adopted: an exact sum in any order). Prints p50 / p95 / mean ms per statement, and whether
+each whole statement gives session 21's candidates and scores (issue #10, session 22).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ CROSS JOIN LATERAL (
 TF = "coalesce(array_length(tv.positions, 1), 1)::float8"
 MARKED = "unnest(ts_filter(setweight(m.tsv, 'B', %(lex)s::text[]), '{b}')) AS tv"
 PARAMS = "%(lex)s::text[] IS NOT NULL AND %(idf)s::float8[] IS NOT NULL"
+TERM = f"(%(idf)s::float8[])[array_position(%(lex)s::text[], tv.lexeme)] * 2.2 * {TF} / ({TF} + 1.2)"
 
 STATEMENTS = {
     "base (parameters only)": "SELECT count(*)"
@@ -54,9 +56,16 @@ CROSS JOIN LATERAL (
     INNER JOIN ROWS FROM (unnest(%(lex)s::text[]), unnest(%(idf)s::float8[])) AS w (lexeme, idf)
         ON w.lexeme = e.lexeme) AS ct
 WHERE ct.s IS NOT NULL ORDER BY 1""",
-    "session 22 (one aggregate)": f"""SELECT m.chunk_id,
-    round(sum((%(idf)s::float8[])[array_position(%(lex)s::text[], tv.lexeme)] * 2.2 * {TF}
-        / ({TF} + 1.2))::numeric, 6)::float8 AS s
+    "one aggregate, float8 sum": f"""SELECT m.chunk_id,
+    round(sum({TERM})::numeric, 6)::float8 AS s
+FROM {READ} CROSS JOIN LATERAL {MARKED}
+GROUP BY m.chunk_id ORDER BY 1""",
+    "one aggregate, numeric sum": f"""SELECT m.chunk_id,
+    round(sum(({TERM})::numeric), 6)::float8 AS s
+FROM {READ} CROSS JOIN LATERAL {MARKED}
+GROUP BY m.chunk_id ORDER BY 1""",
+    "session 22 (terms on a 2^-36 grid)": f"""SELECT m.chunk_id,
+    round(sum(round(68719476736::float8 * {TERM}) / 68719476736::float8)::numeric, 6)::float8 AS s
 FROM {READ} CROSS JOIN LATERAL {MARKED}
 GROUP BY m.chunk_id ORDER BY 1""",
 }
@@ -124,11 +133,12 @@ def main() -> None:
     for name, v in ms.items():
         v = sorted(v)
         print(
-            f"{name:30s} p50 {v[len(v) // 2]:6.3f}  p95 {v[int(len(v) * 0.95)]:6.3f}"
+            f"{name:36s} p50 {v[len(v) // 2]:6.3f}  p95 {v[int(len(v) * 0.95)]:6.3f}"
             f"  mean {statistics.mean(v):6.3f} ms  ({len(v)} questions)"
         )
-    same = rows["session 21 (per candidate)"] == rows["session 22 (one aggregate)"]
-    print(f"session 21 and session 22 statements: the same candidates and scores: {same}")
+    for name in list(STATEMENTS)[5:]:
+        same = rows["session 21 (per candidate)"] == rows[name]
+        print(f"session 21 and {name}: the same candidates and scores: {same}")
 
 
 if __name__ == "__main__":

@@ -306,13 +306,26 @@ def _no_tick() -> None:
     return None
 
 
-def sentence_vectors(plpy, GD, passages_json: str) -> str:
+# The most sentences rag._sentence_vectors embeds in one call (~3.4 ms each on one core): the sentences of
+# chunks stored without them (rag.store_document without `sentences`, chunks of before 0.3.0), which every
+# rag.ask that retrieves them embeds again. Past it the call returns None and the ask scores those passages'
+# spans lexically (as without pgcite_python): a writer's chunk of 4,000 short sentences cost each reader's ask
+# 16.8 s (session 22's review). rag.embed_sentences stores a tenant's sentences once.
+MAX_LIVE_SENTENCES = 256
+
+
+def sentence_vectors(plpy, GD, passages_json: str, max_sentences: int = MAX_LIVE_SENTENCES) -> str | None:
     """rag._sentence_vectors: every sentence of the passages [{chunk_id, content}] with its embedding, as
-    JSON [{chunk_id, start, end, embedding}] (0-based offsets; embedding as a pgvector literal)."""
+    JSON [{chunk_id, start, end, embedding}] (0-based offsets; embedding as a pgvector literal); None (SQL
+    NULL) when they have more than max_sentences sentences: the split stops there, nothing is embedded."""
+    passages = json.loads(passages_json)
+    try:
+        spans = sentence_spans([p["content"] for p in passages], max_spans=max_sentences)
+    except TooManySentences:
+        return None
     items = [
-        (p["chunk_id"], start, end, p["content"][start:end])
-        for p in json.loads(passages_json)
-        for start, end in split_sentences(p["content"] or "")
+        (passages[ord_ - 1]["chunk_id"], start, end, passages[ord_ - 1]["content"][start:end])
+        for ord_, start, end in spans
     ]
     vectors = embed_texts(plpy, GD, [text for _, _, _, text in items]) if items else []
     return json.dumps(

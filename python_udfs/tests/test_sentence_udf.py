@@ -55,3 +55,13 @@ def test_spans_stop_past_max_spans_inside_one_text():
     with pytest.raises(RuntimeError) as e:
         udf.sentence_spans(["Ab. " * 1000], Plpy(), 10)
     assert e.value.args[0] == "54000"
+
+
+def test_vectors_of_more_sentences_than_one_call_embeds_are_none():
+    """rag.ask embeds the sentences of chunks stored without them on every call: past max_sentences
+    (MAX_LIVE_SENTENCES) it splits no further, embeds nothing and returns None, and the caller scores those
+    spans lexically."""
+    passages = [{"chunk_id": 1, "content": "One. Two. Three."}, {"chunk_id": 2, "content": "Four. Five."}]
+    assert udf.sentence_vectors(None, {}, json.dumps(passages), max_sentences=4) is None
+    many = [{"chunk_id": 3, "content": "Zork. " * (udf.MAX_LIVE_SENTENCES + 1)}]
+    assert udf.sentence_vectors(None, {}, json.dumps(many)) is None

@@ -215,6 +215,9 @@ BEGIN
             'support a generated sentence needs from its quotes (docs/generation.md)'),
         ('max_document_bytes', 'number', '20971520', 1, 1073741824, false, false,
             'largest document (bytes) rag.ingest, rag.store_document and rag.chunk_* accept'),
+        ('max_chunk_bytes', 'number', '16384', 1024, 1073741824, false, false,
+            'largest chunk content (bytes) a stored document may hold: every ask that retrieves a chunk reads it '
+            'whole (the gate, quote choice, verification)'),
         ('model', 'text', 'sentence-transformers/all-MiniLM-L6-v2', NULL, NULL, true, false,
             'the embedding model name recorded for new chunks'),
         ('python_path', 'text', '/opt/pgcite/venv', NULL, NULL, true, false,

@@ -286,15 +286,19 @@ BEGIN
         -- candidates scoring at least the p_depth-th best score (ties included) need their tie-break keys from
         -- rag.chunk
         WITH scored AS MATERIALIZED (
-            -- one aggregate over every candidate's terms, not one per candidate (issue #10, session 22: 0.6 ms
-            -- less for 400 candidates); a term's idf found by its place in q_lex (no join), so each candidate's
-            -- terms are summed in its tsvector's order whatever the plan
+            -- one aggregate over every candidate's terms, not one per candidate, a term's idf found by its place
+            -- in q_lex (no join): 0.6 ms less for 400 candidates (issue #10, session 22). Each term is rounded to
+            -- a multiple of 2^-36 first, so the float8 sum is exact whatever order the plan hands a candidate's
+            -- terms to the aggregate in (a sort is not stable): a term is under 2^6 (idf at most ln(1 + N / 1.5),
+            -- under 22 for N < 2^31 chunks, times 2.2) and a question has under 2^11 lexemes, so every partial sum is
+            -- an integer times 2^-36 under 2^53 of them. The rounding moves a term by at most 2^-37 (7e-12),
+            -- far below the score's 6 decimals (numeric's exact sum did the same for 0.2 ms more)
             SELECT m.chunk_id,
-                round(pg_catalog.sum(
-                    q_idf[pg_catalog.array_position(q_lex, tv.lexeme)] * 2.2
+                round(pg_catalog.sum(round(
+                    68719476736::float8 * q_idf[pg_catalog.array_position(q_lex, tv.lexeme)] * 2.2
                     * coalesce(pg_catalog.array_length(tv.positions, 1), 1)::float8
                     / (coalesce(pg_catalog.array_length(tv.positions, 1), 1)::float8 + 1.2)
-                )::numeric, 6)::float8 AS s
+                ) / 68719476736::float8)::numeric, 6)::float8 AS s
             FROM ROWS FROM (pg_catalog.unnest(fts_ids), pg_catalog.unnest(fts_tids)) AS u (chunk_id, tid)
             CROSS JOIN LATERAL (
                 -- the candidate's row of rag.chunk_tsv where the candidate scan found it (the tenant's own index),

@@ -257,7 +257,8 @@ COMMENT ON FUNCTION rag._question_term_weights(text, bigint) IS
 -- similarity (the gate reads it). Sentences and
 -- their embeddings come from rag.sentence (stored at ingest); for chunks stored without them,
 -- rag._sentence_vectors (pgcite_python) splits and embeds them now. NULL when a chunk has no stored sentences
--- and pgcite_python is not installed: the caller then scores lexically. p_term_weights: the question's term
+-- and pgcite_python is not installed, or when they have more sentences than it embeds in one call (256): the
+-- caller then scores lexically. p_term_weights: the question's term
 -- weights (rag._question_term_weights), NULL to compute them here.
 CREATE OR REPLACE FUNCTION rag._sentence_scores(
     p_question text, p_qemb public.vector, p_ids bigint[], p_term_weights jsonb
@@ -290,6 +291,11 @@ BEGIN
             RETURN NULL;
         END IF;
         EXECUTE 'SELECT rag._sentence_vectors($1)' INTO live USING missing;
+        -- NULL: more sentences than pgcite_python embeds in one call (udf.MAX_LIVE_SENTENCES, 256): the caller
+        -- scores the spans lexically, as without pgcite_python (session 22's review)
+        IF live IS NULL THEN
+            RETURN NULL;
+        END IF;
     END IF;
     term_w := coalesce(term_w, rag._question_term_weights(p_question, p_ids[1]));
     RETURN (
@@ -335,7 +341,7 @@ $fn$;
 COMMENT ON FUNCTION rag._sentence_scores(text, public.vector, bigint[], jsonb) IS
 'Internal: the sentences of the chunks scored against the question [{chunk_id, start, end, quote, sim, overlap, '
 'score, terms}] (terms: rag._content_terms of the quote, stored at ingest), or NULL when some chunk has no '
-'stored sentences and pgcite_python is absent.';
+'stored sentences and pgcite_python is absent or would embed more than 256 of them.';
 
 -- Upper bounds of the span scores rag._sentence_scores gives the stored sentences of the chunks, without the
 -- work of scoring them (no chunk text read, no quote cut out, no window of embeddings, no jsonb): per sentence

@@ -35,16 +35,20 @@ BEGIN
             ) AS y
         ),
         tok AS (
-            -- each passage's words split once into an array, the word before read by subscript (was a window
-            -- function over a sort of every word of the passages)
-            SELECT c.chunk_id, g.n, a.toks[g.n] AS tok,
-                pg_catalog.lower(pg_catalog.regexp_replace(a.toks[g.n], '^[^[:alnum:]_]+|[^[:alnum:]_]+$', '', 'g'))
-                    AS w,
-                a.toks[g.n - 1] AS prev_tok
+            -- each passage's words split once into an array, each with the word before it: the array unnested
+            -- beside itself shifted by one (NULL first), so each is read once in order (was a window function over
+            -- a sort of every word of the passages, then each word read by subscript, which walks the array from
+            -- its start: quadratic in a chunk's words, 86 s of CPU for a stored chunk of 100,000 words; session 22's
+            -- review). The shifted array's extra last row has no word.
+            SELECT c.chunk_id, u.tok,
+                pg_catalog.lower(pg_catalog.regexp_replace(u.tok, '^[^[:alnum:]_]+|[^[:alnum:]_]+$', '', 'g')) AS w,
+                u.prev_tok
             FROM rag.chunk AS c
             CROSS JOIN LATERAL pg_catalog.regexp_split_to_array(c.content, '\s+') AS a (toks)
-            CROSS JOIN LATERAL pg_catalog.generate_subscripts(a.toks, 1) AS g (n)
-            WHERE c.chunk_id = ANY (p_ids)
+            CROSS JOIN LATERAL ROWS FROM (
+                pg_catalog.unnest(a.toks), pg_catalog.unnest(pg_catalog.array_prepend(NULL::text, a.toks))
+            ) AS u (tok, prev_tok)
+            WHERE c.chunk_id = ANY (p_ids) AND u.tok IS NOT NULL
         ),
         occ AS (
             -- occurrences of the question's words in the passages, with the word before when it is a content word

@@ -62,7 +62,8 @@ return udf.sentence_vectors(plpy, GD, passages)
 $fn$;
 COMMENT ON FUNCTION rag._sentence_vectors(jsonb) IS
 'Internal: every sentence of the passages [{chunk_id, content}] with its embedding: '
-'[{chunk_id, start, end, embedding}] (0-based offsets), for chunks stored without sentences.';
+'[{chunk_id, start, end, embedding}] (0-based offsets), for chunks stored without sentences; NULL past 256 '
+'sentences (the caller scores them lexically).';
 
 -- Chunks stored before 0.3.0 (or by rag.store_document without sentences) have no sentence rows; rag.ask then
 -- embeds their sentences on every call. This computes and stores them once, a batch of chunks at a time.
