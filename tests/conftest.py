@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -368,35 +367,37 @@ def fails(conn, sql, params=None) -> str | None:
 
 
 # ---------------------------------------------------------------- the full-text leg recomputed
-def bm25_reference(conn, tenant: str, question: str, limit: int = 40) -> list[tuple[int, float]]:
-    """The full-text leg's ranking recomputed in Python from the tenant's live chunks' tsvectors (no pgcite
-    function): every chunk holding one of the question's lexemes (the leg's OR-ed query), scored by BM25 with
-    k1 1.2 and b 0 (idf from the tenant's own live chunks, tf a lexeme's positions in the chunk), in the leg's
-    total order (score descending, doc_key, chunk_index, chunk_id), the first `limit`: [(chunk_id, score)]."""
+def bm25_reference(
+    conn, tenant: str, question: str, limit: int = 40, leg_query: bool = False
+) -> list[tuple[int, float]]:
+    """The full-text leg's ranking recomputed in Python from the tenant's live chunks' tsvectors: every chunk
+    holding one of the question's lexemes (the leg's OR-ed query; with leg_query, only those the leg's own
+    query, rag._fts_query, matches too: a negation, a phrase), scored by BM25 with k1 1.2 and b 0 (idf from
+    the tenant's own live chunks, tf a lexeme's positions in the chunk, read by unnest), in the leg's total
+    order (score descending, doc_key, chunk_index, chunk_id), the first `limit`: [(chunk_id, score)]."""
     lexemes = set(
         conn.execute(
             "SELECT tsvector_to_array(to_tsvector(t.ts_config, %s)) FROM rag.tenant AS t WHERE t.tenant = %s",
             (question, tenant),
         ).fetchone()[0]
     )
+    match = "c.tsv @@ rag._fts_query(t.ts_config, %s)" if leg_query else "%s::text IS NOT NULL"
     chunks = conn.execute(
-        "SELECT chunk_id, doc_key, chunk_index, tsv::text FROM rag.chunk"
-        " WHERE tenant = %s AND retired_at IS NULL",
-        (tenant,),
+        f"SELECT c.chunk_id, c.doc_key, c.chunk_index, {match},"
+        " (SELECT array_agg(u.lexeme) FROM unnest(c.tsv) AS u),"
+        " (SELECT array_agg(coalesce(array_length(u.positions, 1), 1)) FROM unnest(c.tsv) AS u)"
+        " FROM rag.chunk AS c JOIN rag.tenant AS t USING (tenant)"
+        " WHERE c.tenant = %s AND c.retired_at IS NULL",
+        (question, tenant),
     ).fetchall()
-    tfs = {}
-    for cid, _, _, tsv in chunks:
-        tfs[cid] = {
-            m.group(1).replace("''", "'"): len(m.group(2).split(",")) if m.group(2) else 1
-            for m in re.finditer(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?", tsv)
-        }
+    tfs = {cid: dict(zip(lx or [], tf or [], strict=True)) for cid, _, _, _, lx, tf in chunks}
     n = len(chunks)
     df = {lex: sum(lex in tf for tf in tfs.values()) for lex in lexemes}
     idf = {lex: math.log(1 + (n - d + 0.5) / (d + 0.5)) for lex, d in df.items()}
     scored = []
-    for cid, key, index, _ in chunks:
+    for cid, key, index, match, _, _ in chunks:
         found = [lex for lex in lexemes if lex in tfs[cid]]
-        if found:
+        if match and found:
             s = sum(idf[lex] * 2.2 * tfs[cid][lex] / (tfs[cid][lex] + 1.2) for lex in found)
             scored.append((round(s, 6), key, index, cid))
     scored.sort(key=lambda x: (-x[0], x[1], x[2], x[3]))

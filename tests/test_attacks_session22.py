@@ -18,12 +18,11 @@ copy). It holds only if no chunk's tsvector has a B (or C) weight.
 from __future__ import annotations
 
 import json
-import math
 import uuid
 
 import psycopg
 import pytest
-from conftest import CHAPTERS_TENANT, connect, fails, two_tenant_database, updated_from
+from conftest import CHAPTERS_TENANT, bm25_reference, connect, fails, two_tenant_database, updated_from
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"s22_{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
@@ -112,6 +111,10 @@ def _items(rows, base: int) -> str:
 @pytest.fixture(scope="module")
 def sdb(pg):
     for name in two_tenant_database(pg, f"pgcite_s22_{SFX}", R):
+        # LONG (a chunk whose positions reach 16383) is over the default max_chunk_bytes (16 kB): an admin
+        # raises it for this database
+        with pg.admin(name) as a:
+            a.execute("SELECT rag.set_config('max_chunk_bytes', '200000')")
         with connect(pg, name, R["writer"]) as w:
             w.execute("SELECT * FROM rag.store_document('alpha', 'c.md', %s::jsonb)", (_items(ITEMS, 0),))
             w.execute(
@@ -130,35 +133,8 @@ def sdb(pg):
 
 
 def _reference(c, tenant: str, question: str, depth: int = DEPTH) -> list[tuple[int, float]]:
-    """BM25 (k1 1.2, b 0) in Python of the tenant's live chunks matching the leg's query, idf from the
-    tenant's live chunks, tf a lexeme's positions (read by unnest, not parsed from text); the leg's total
-    order."""
-    lexemes = set(
-        c.execute(
-            "SELECT tsvector_to_array(to_tsvector(t.ts_config, %s)) FROM rag.tenant AS t WHERE t.tenant = %s",
-            (question, tenant),
-        ).fetchone()[0]
-    )
-    rows = c.execute(
-        "SELECT c.chunk_id, c.doc_key, c.chunk_index, c.tsv @@ rag._fts_query(t.ts_config, %s),"
-        " (SELECT array_agg(u.lexeme) FROM unnest(c.tsv) AS u),"
-        " (SELECT array_agg(coalesce(array_length(u.positions, 1), 1)) FROM unnest(c.tsv) AS u)"
-        " FROM rag.chunk AS c JOIN rag.tenant AS t USING (tenant)"
-        " WHERE c.tenant = %s AND c.retired_at IS NULL",
-        (question, tenant),
-    ).fetchall()
-    tfs = {cid: dict(zip(lx or [], tf or [], strict=True)) for cid, _, _, _, lx, tf in rows}
-    n = len(rows)
-    df = {lex: sum(lex in tf for tf in tfs.values()) for lex in lexemes}
-    idf = {lex: math.log(1 + (n - d + 0.5) / (d + 0.5)) for lex, d in df.items()}
-    scored = []
-    for cid, key, index, match, _, _ in rows:
-        found = [lex for lex in lexemes if lex in tfs[cid]]
-        if match and found:
-            s = sum(idf[x] * 2.2 * tfs[cid][x] / (tfs[cid][x] + 1.2) for x in found)
-            scored.append((round(s, 6), key, index, cid))
-    scored.sort(key=lambda x: (-x[0], x[1], x[2], x[3]))
-    return [(cid, s) for s, _, _, cid in scored[:depth]]
+    """conftest.bm25_reference over the chunks the leg's own query matches (a negation, a phrase)."""
+    return bm25_reference(c, tenant, question, depth, leg_query=True)
 
 
 def _close(a, b) -> bool:
