@@ -22,6 +22,55 @@ COMMENT ON FUNCTION rag._quote_pattern(text) IS
 '4000 characters (its expression could exceed the regular expression engine''s size: 2201B), which must occur '
 'as written.';
 
+-- Where a quote occurs in its chunk whatever its white space: the 1-based start and the position after its end of
+-- the first match of rag._quote_pattern(quote) in content ((0, 0): none; a quote over 4000 characters after
+-- trimming: none, as there). Found without that expression: both texts with each run of white space (\s, the
+-- expression's own class) made one space, the quote looked up in the content by strpos, and the match's ends counted
+-- back in non-white characters. The same match: the quote's trimmed ends are not white (or, for white space the
+-- trim does not take, the run's whole extent counts, as \s+ takes it). The expression's cost grew with the chunk's
+-- length times the pattern's (a 4,000-character quote against a chunk of 200,000 "x " took 5.7 s; session 22's
+-- review).
+CREATE OR REPLACE FUNCTION rag._quote_span(content text, quote text, OUT s integer, OUT e integer)
+LANGUAGE plpgsql
+IMMUTABLE
+STRICT
+SET search_path = pg_catalog, pg_temp
+AS $fn$
+DECLARE
+    q text := pg_catalog.btrim(quote, E' \t\n\r\f\x0B');
+    qn text;
+    cn text;
+    p integer;
+    k integer;  -- non-white characters of the content before the match
+    m integer;  -- non-white characters of the quote
+BEGIN
+    s := 0;
+    e := 0;
+    IF q = '' OR pg_catalog.length(q) > 4000 THEN
+        RETURN;
+    END IF;
+    qn := pg_catalog.regexp_replace(q, '\s+', ' ', 'g');
+    cn := pg_catalog.regexp_replace(content, '\s+', ' ', 'g');
+    p := pg_catalog.strpos(cn, qn);
+    IF p = 0 THEN
+        RETURN;
+    END IF;
+    k := pg_catalog.length(pg_catalog.replace(pg_catalog.left(cn, p - 1), ' ', ''));
+    m := pg_catalog.length(pg_catalog.replace(qn, ' ', ''));
+    -- the start: the (k + 1)th non-white character, or where the run of white space after the kth begins
+    s := CASE WHEN pg_catalog.left(qn, 1) <> ' ' THEN pg_catalog.regexp_instr(content, '\S', 1, k + 1)
+        WHEN k = 0 THEN 1
+        ELSE pg_catalog.regexp_instr(content, '\S', 1, k, 1) END;
+    -- the end: after the (k + m)th non-white character, or where the run of white space after it ends
+    e := CASE WHEN pg_catalog.right(qn, 1) <> ' ' THEN pg_catalog.regexp_instr(content, '\S', 1, k + m, 1)
+        ELSE coalesce(nullif(pg_catalog.regexp_instr(content, '\S', 1, k + m + 1), 0),
+            pg_catalog.length(content) + 1) END;
+END
+$fn$;
+COMMENT ON FUNCTION rag._quote_span(text, text) IS
+'Internal: (start, end) of the first occurrence of a quote in a text whatever its white space, as '
+'regexp_instr with rag._quote_pattern finds it, in time about linear in the text; (0, 0) for none.';
+
 CREATE OR REPLACE FUNCTION rag.verify(answer_text text, cited jsonb, retrieved bigint[])
 RETURNS TABLE (answer text, citations jsonb, status text, reason text)
 LANGUAGE plpgsql
@@ -74,12 +123,11 @@ BEGIN
         SELECT g.o, g.n, g.chunk_id, ch.content, ch.doc_key, ch.doc_version, ch.chunk_index, ch.anchor,
             ch.title, d.source_url,
             -- a quote that occurs exactly (every extractive quote) is found by strpos; only one whose white
-            -- space differs from the chunk's needs the regular expression, and only up to 4000 characters
-            -- (rag._quote_pattern: NULL beyond, so the quote is dropped like any that does not occur)
-            CASE WHEN x.exact > 0 THEN x.exact ELSE pg_catalog.regexp_instr(ch.content, rag._quote_pattern(g.quote)) END
-                AS s,
-            CASE WHEN x.exact > 0 THEN x.exact + pg_catalog.length(x.q)
-                ELSE pg_catalog.regexp_instr(ch.content, rag._quote_pattern(g.quote), 1, 1, 1) END AS e
+            -- space differs from the chunk's is looked up with its white space made one space on both sides, and
+            -- only up to 4000 characters (rag._quote_span: none beyond, so the quote is dropped like any that does
+            -- not occur)
+            CASE WHEN x.exact > 0 THEN x.exact ELSE f.s END AS s,
+            CASE WHEN x.exact > 0 THEN x.exact + pg_catalog.length(x.q) ELSE f.e END AS e
         FROM given AS g
         LEFT JOIN rag.chunk AS ch ON ch.chunk_id = g.chunk_id AND g.chunk_id = ANY (verify.retrieved)
         LEFT JOIN rag.document AS d ON d.document_id = ch.document_id
@@ -87,6 +135,10 @@ BEGIN
             SELECT t.q, CASE WHEN ch.chunk_id IS NOT NULL THEN pg_catalog.strpos(ch.content, t.q) END AS exact
             FROM (SELECT nullif(pg_catalog.btrim(g.quote, E' \t\n\r\f\x0B'), '') AS q) AS t
         ) AS x
+        -- computed only for a quote not found as written (a one-time filter on x.exact)
+        LEFT JOIN LATERAL (
+            SELECT y.s, y.e FROM rag._quote_span(ch.content, g.quote) AS y WHERE x.exact = 0
+        ) AS f ON true
         WHERE g.n IS NOT NULL AND coalesce(pg_catalog.btrim(g.quote), '') <> '' AND ch.chunk_id IS NOT NULL
     )
     SELECT

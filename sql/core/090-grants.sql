@@ -83,7 +83,7 @@ BEGIN
             -- writers: what rag.ingest runs as the writer (parsing, chunking: CPU in proportion to input)
             grantee := CASE
                 WHEN f.proname IN ('_my_tenants', '_config_text', '_settings_catalog', '_params',
-                    '_python_init', '_check_question', '_quote_pattern') THEN 'pgcite_reader'
+                    '_python_init', '_check_question', '_quote_pattern', '_quote_span') THEN 'pgcite_reader'
                 ELSE 'pgcite_writer'
             END;
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO pgcite_owner, %I', f.sig, grantee);
