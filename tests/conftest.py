@@ -132,15 +132,19 @@ ALPHA_DOC = (
 BRAVO_DOC = "# Bravo secrets\n\nThe launch code of tenant bravo is pelican-orange-42.\n"
 
 
-def two_tenant_database(pg: PG, name: str, roles: dict[str, str]) -> Iterator[str]:
+def two_tenant_database(
+    pg: PG, name: str, roles: dict[str, str], settings: dict[str, str] | None = None
+) -> Iterator[str]:
     """For a module fixture: `yield from two_tenant_database(pg, name, R)`; the database and roles are dropped
-    after the module."""
+    after the module. settings: pgcite settings an admin sets there first (rag.set_config)."""
     drop_database(pg, name)
     with pg.admin() as a:
         a.execute(f'CREATE DATABASE "{name}"')
     with pg.admin(name) as c:
         c.execute("CREATE EXTENSION pgcite_python CASCADE")
         use_db_venv(c)
+        for key, value in (settings or {}).items():
+            c.execute("SELECT rag.set_config(%s, %s)", (key, value))
         c.execute(f"CREATE ROLE {roles['reader']} LOGIN IN ROLE pgcite_reader")
         c.execute(f"CREATE ROLE {roles['writer']} LOGIN IN ROLE pgcite_writer")
         c.execute(f"CREATE ROLE {roles['admin']} LOGIN IN ROLE pgcite_admin")

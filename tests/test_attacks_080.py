@@ -33,10 +33,8 @@ LONG_WORDS = " ".join(f"word{i}" for i in range(8000))  # about 75,000 character
 
 @pytest.fixture(scope="module")
 def adb(pg):
-    for db in two_tenant_database(pg, f"pgcite_attack080_{SFX}", R):
-        # LONG_WORDS is one chunk over the default max_chunk_bytes (16 kB, 0.9.0): an admin raises it here
-        with pg.admin(db) as a:
-            a.execute("SELECT rag.set_config('max_chunk_bytes', '100000')")
+    # LONG_WORDS is one chunk over the default max_chunk_bytes (16 kB, 0.9.0): an admin raises it here
+    for db in two_tenant_database(pg, f"pgcite_attack080_{SFX}", R, {"max_chunk_bytes": "100000"}):
         with connect(pg, db, R["writer"]) as c:
             for key, content in (("v.txt", V_DOC), ("long.txt", LONG_WORDS)):
                 c.execute(

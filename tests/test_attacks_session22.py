@@ -110,11 +110,9 @@ def _items(rows, base: int) -> str:
 
 @pytest.fixture(scope="module")
 def sdb(pg):
-    for name in two_tenant_database(pg, f"pgcite_s22_{SFX}", R):
-        # LONG (a chunk whose positions reach 16383) is over the default max_chunk_bytes (16 kB): an admin
-        # raises it for this database
-        with pg.admin(name) as a:
-            a.execute("SELECT rag.set_config('max_chunk_bytes', '200000')")
+    # LONG (a chunk whose positions reach 16383) is over the default max_chunk_bytes (16 kB): an admin raises
+    # it for this database
+    for name in two_tenant_database(pg, f"pgcite_s22_{SFX}", R, {"max_chunk_bytes": "200000"}):
         with connect(pg, name, R["writer"]) as w:
             w.execute("SELECT * FROM rag.store_document('alpha', 'c.md', %s::jsonb)", (_items(ITEMS, 0),))
             w.execute(

@@ -24,41 +24,6 @@ $fn$;
 COMMENT ON FUNCTION rag._check_bytes(text, bigint) IS
 'Internal: 54000 when a document of p_bytes bytes is over the setting max_document_bytes.';
 
--- 54000 when a chunk's content is over the setting max_chunk_bytes (16 kB by default; rag.ingest's chunkers keep
--- chunks under about 2,000 characters). Every rag.ask, rag.context and rag.explain that retrieves a chunk reads its
--- content whole, for each of its readers: the gate's coverage, quote choice, verification, and for a chunk stored
--- without sentences (rag.store_document) splitting and embedding them. Unbounded, one writer's chunk of 100,000
--- words cost every reader's ask that retrieved it 2.5 s (86 s before the gate read its words in one pass; session
--- 22's review).
-CREATE OR REPLACE FUNCTION rag._check_chunk_bytes(p_doc_key text, p_chunks rag.chunk_input[])
-RETURNS void
-LANGUAGE plpgsql
-STABLE
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-DECLARE
-    max_bytes bigint := rag._setting('max_chunk_bytes', 16384)::bigint;
-    bad record;
-BEGIN
-    SELECT c.o, pg_catalog.octet_length(c.content) AS n INTO bad
-    FROM pg_catalog.unnest(p_chunks) WITH ORDINALITY AS c (anchor, section_path, title, content, token_count,
-        embedding, o)
-    WHERE pg_catalog.octet_length(c.content) > max_bytes
-    ORDER BY c.o
-    LIMIT 1;
-    IF bad.o IS NOT NULL THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'program_limit_exceeded',
-            MESSAGE = pg_catalog.format('document "%s": chunk %s has %s bytes of content, over the setting '
-                'max_chunk_bytes (%s)', p_doc_key, bad.o, bad.n, max_bytes),
-            HINT = 'Split it into smaller chunks (rag.ingest''s chunkers keep them under about 2,000 characters), or '
-                'have an admin raise it: SELECT rag.set_config(''max_chunk_bytes'', ...).';
-    END IF;
-END
-$fn$;
-COMMENT ON FUNCTION rag._check_chunk_bytes(text, rag.chunk_input[]) IS
-'Internal: 54000 when a chunk''s content is over the setting max_chunk_bytes.';
-
 -- 54000 when a document would store more embeddings (chunks and sentences) than one per 64 bytes of the setting
 -- max_document_bytes (327,680 at its default). Stored embeddings are reused by text hash, so without this a
 -- short payload of many copies of a stored chunk text (with many one-character sentences) made one call copy,
@@ -200,12 +165,32 @@ DECLARE
     new_version integer;
     new_id bigint;
     n integer := coalesce(pg_catalog.cardinality(p_chunks), 0);
+    max_chunk bigint := rag._setting('max_chunk_bytes', 16384)::bigint;
+    big record;
 BEGIN
     -- rag.ingest and rag.store_document checked their inputs, but writers may call this function directly
     PERFORM rag._check_document(p_doc_key, 'x');
     PERFORM rag._check_bytes(p_doc_key,
         (SELECT sum(pg_catalog.octet_length(c.content)) FROM pg_catalog.unnest(p_chunks) AS c));
-    PERFORM rag._check_chunk_bytes(p_doc_key, p_chunks);
+    -- and each chunk's content apart (setting max_chunk_bytes, 16 kB; rag.ingest's chunkers keep chunks under about
+    -- 2,000 characters): every rag.ask, rag.context and rag.explain that retrieves a chunk reads its content whole,
+    -- for each of its readers (the gate, quote choice, verification, and for a chunk stored without sentences
+    -- splitting and embedding them). Unbounded, one writer's chunk of 100,000 words cost every reader's ask that
+    -- retrieved it 2.5 s (86 s before the gate read its words in one pass; session 22's review).
+    SELECT c.o, pg_catalog.octet_length(c.content) AS n INTO big
+    FROM pg_catalog.unnest(p_chunks) WITH ORDINALITY AS c (anchor, section_path, title, content, token_count,
+        embedding, o)
+    WHERE pg_catalog.octet_length(c.content) > max_chunk
+    ORDER BY c.o
+    LIMIT 1;
+    IF big.o IS NOT NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('document "%s": chunk %s has %s bytes of content, over the setting '
+                'max_chunk_bytes (%s)', p_doc_key, big.o, big.n, max_chunk),
+            HINT = 'Split it into smaller chunks (rag.ingest''s chunkers keep them under about 2,000 characters), or '
+                'have an admin raise it: SELECT rag.set_config(''max_chunk_bytes'', ...).';
+    END IF;
     -- and, apart, the rest of the text it stores: the titles, anchors and section paths of its chunks (from the
     -- client, for rag.store_parsed, outside any other limit), the document's title, source URL and metadata
     PERFORM rag._check_bytes(p_doc_key, coalesce(pg_catalog.octet_length(p_title), 0)
