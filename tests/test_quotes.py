@@ -800,11 +800,16 @@ def test_specific_words_weigh_more_in_span_scores(conn):
         (q, q, ids[-1:], q, ids[-1]),
     ).fetchone()[0]
     assert given == scored
-    overlap = {s["quote"]: s["overlap"] for s in scored}
+    content = conn.execute("SELECT content FROM rag.chunk WHERE chunk_id = %s", (ids[-1],)).fetchone()[0]
+    overlap = {content[s["start"] : s["end"]]: _overlap(conn, q, s["terms"], ids[-1]) for s in scored}
     w = conn.execute("SELECT (rag._quote_weights() ->> 'idf')::float8").fetchone()[0]
     assert overlap["A glaze is brushed on last."] > 0.5 > overlap["Widgets are wrapped in paper."]
     assert overlap["A glaze is brushed on last."] == pytest.approx(1 / (1 + 1 - w), abs=1e-5)
     assert overlap["Widgets are wrapped in paper."] == pytest.approx((1 - w) / (1 + 1 - w), abs=1e-5)
+    # and the scores carry those overlaps
+    reference = _reference_scores(conn, q, ids[-1])
+    expect = [(x[0], pytest.approx(x[2], abs=1e-4)) for x in reference]
+    assert [(s["start"], s["score"]) for s in scored] == expect
 
 
 def test_lexical_path_weighs_specific_words_more(pg, core_db):
@@ -981,6 +986,47 @@ def _vec(text):
     return [float(x) for x in text.strip("[]").split(",")]
 
 
+def _overlap(conn, question, terms, chunk_id):
+    """The overlap part of a span's score, computed here: the share of the question's content terms
+    (rag._content_terms) among the span's terms, each weighted by rag._question_term_weights with weights.idf
+    (1 for a term it does not weigh), or the plain share without."""
+    q_terms = conn.execute("SELECT rag._content_terms(%s)", (question,)).fetchone()[0]
+    if not q_terms:
+        return 0.0
+    w_idf = conn.execute("SELECT coalesce((rag._quote_weights() ->> 'idf')::float8, 0)").fetchone()[0]
+    if w_idf == 0:
+        return sum(t in terms for t in q_terms) / len(q_terms)
+    weights = conn.execute("SELECT rag._question_term_weights(%s, %s)", (question, chunk_id)).fetchone()[0]
+    return sum(weights.get(t, 1) for t in q_terms if t in terms) / sum(weights.get(t, 1) for t in q_terms)
+
+
+def _cos(a, b):
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (
+        sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
+    )
+
+
+def _reference_scores(conn, question, chunk_id):
+    """Each stored sentence's span score of a chunk, computed here from rag.sentence: (1 - context) x its own
+    similarity to the question + context x that of the mean of its and its neighbours' embeddings + 0.25 x
+    the overlap (_overlap). [(start, sim, score)] in order."""
+    qemb = _vec(conn.execute("SELECT rag.embed(%s)::text", (question,)).fetchone()[0])
+    rows = conn.execute(
+        "SELECT start_pos, embedding::text, terms FROM rag.sentence WHERE chunk_id = %s ORDER BY start_pos",
+        (chunk_id,),
+    ).fetchall()
+    w = conn.execute("SELECT (rag._quote_weights() ->> 'context')::float8").fetchone()[0]
+    embs = [_vec(e) for _, e, _ in rows]
+    out = []
+    for i, (start, _, terms) in enumerate(rows):
+        window = embs[max(i - 1, 0) : i + 2]
+        mean = [sum(col) / len(window) for col in zip(*window, strict=True)]
+        sim = _cos(embs[i], qemb)
+        overlap = _overlap(conn, question, terms, chunk_id)
+        out.append((start, sim, (1 - w) * sim + w * _cos(mean, qemb) + 0.25 * overlap))
+    return out
+
+
 def test_span_score_reads_its_neighbours_embeddings(conn):
     """PL/Python path: each sentence's score is (1 - context) x its own similarity + context x the similarity
     of the mean of its embedding and its neighbours' in the chunk (stored at ingest) + 0.25 x the overlap,
@@ -1002,20 +1048,49 @@ def test_span_score_reads_its_neighbours_embeddings(conn):
         "SELECT rag._sentence_scores(%s, rag.embed(%s), %s, NULL)", (q, q, [chunk_id])
     ).fetchone()[0]
     assert [s["start"] for s in scored] == [r[0] for r in rows]
-
-    def cos(a, b):
-        return sum(x * y for x, y in zip(a, b, strict=True)) / (
-            sum(x * x for x in a) ** 0.5 * sum(y * y for y in b) ** 0.5
-        )
-
-    for i, s in enumerate(scored):
-        window = embs[max(i - 1, 0) : i + 2]
-        mean = [sum(col) / len(window) for col in zip(*window, strict=True)]
-        expect = (1 - w) * cos(embs[i], qemb) + w * cos(mean, qemb) + 0.25 * s["overlap"]
-        assert s["sim"] == pytest.approx(cos(embs[i], qemb), abs=1e-4)
-        assert s["score"] == pytest.approx(expect, abs=1e-4)
+    reference = _reference_scores(conn, q, chunk_id)
+    for s, (start, sim, score) in zip(scored, reference, strict=True):
+        assert s["start"] == start
+        assert s["sim"] == pytest.approx(sim, abs=1e-4)
+        assert s["sim"] == pytest.approx(_cos(embs[[r[0] for r in rows].index(start)], qemb), abs=1e-4)
+        assert s["score"] == pytest.approx(score, abs=1e-4)
         # the neighbours change the score: it is not the sentence's own similarity and overlap
-        assert abs(s["score"] - (s["sim"] + 0.25 * s["overlap"])) > 1e-4
+        assert abs(s["score"] - (s["sim"] + 0.25 * _overlap(conn, q, s["terms"], chunk_id))) > 1e-4
+
+
+def test_sentences_embedded_at_ask_time_score_as_stored_ones(conn):
+    """PL/Python path: a chunk stored without its sentences (rag.store_document without `sentences`) has them
+    split and embedded at ask time (rag._sentence_vectors); their spans, content words and scores are those of
+    the same text ingested with its sentences stored (the content words of a live sentence are taken from the
+    text given to rag._sentence_vectors, since session 23)."""
+    conn.execute("SELECT rag.create_tenant('ferry_stored')")
+    conn.execute("SELECT * FROM rag.ingest('ferry_stored', 'ferry.md', %s, 'markdown')", (FERRY,))
+    stored_id, content, title, emb = conn.execute(
+        "SELECT chunk_id, content, title, embedding::text FROM rag.chunk WHERE tenant = 'ferry_stored'"
+    ).fetchone()
+    conn.execute("SELECT rag.create_tenant('ferry_live')")
+    items = [{"content": content, "title": title, "embedding": _vec(emb)}]
+    conn.execute("SELECT * FROM rag.store_document('ferry_live', 'ferry.md', %s)", (json.dumps(items),))
+    (live_id,) = conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'ferry_live'").fetchone()
+    n = conn.execute("SELECT count(*) FROM rag.sentence WHERE chunk_id = %s", (live_id,)).fetchone()[0]
+    assert n == 0
+    q = "How long does the ferry crossing take?"
+    sql = "SELECT rag._sentence_scores(%s, rag.embed(%s), %s, rag._question_term_weights(%s, %s))"
+    stored = conn.execute(sql, (q, q, [stored_id], q, stored_id)).fetchone()[0]
+    live = conn.execute(sql, (q, q, [live_id], q, stored_id)).fetchone()[0]
+    assert len(stored) == 4 and {s["chunk_id"] for s in live} == {live_id}
+
+    def spans(scored):
+        return [(s["start"], s["end"], s["terms"]) for s in scored]
+
+    assert spans(live) == spans(stored)
+    for a, b in zip(live, stored, strict=True):
+        assert a["sim"] == pytest.approx(b["sim"], abs=1e-5)
+        assert a["score"] == pytest.approx(b["score"], abs=1e-5)
+    # the crossing's sentence scores best on both
+    best = max(stored, key=lambda s: s["score"])
+    assert content[best["start"] : best["end"]] == "The crossing takes four hours in calm weather."
+    assert max(live, key=lambda s: s["score"])["start"] == best["start"]
 
 
 # Round 4: the overlap part of span scores reads the typo-corrected question, as the lexical query does.
@@ -1115,6 +1190,28 @@ def test_an_ask_scores_no_lower_chunk_that_cannot_compete(conn, widgets):
     reach = conn.execute("SELECT rag._section_chunks(%s, %s, 8)", (TENANT, passages)).fetchone()[0]
     calls = function_calls(conn, "_sentence_scores", "_may_score_at_least")
     assert calls == {"_may_score_at_least": 1, "_sentence_scores": 1 + (len(reach) > 0)}
+
+
+def test_verify_looks_up_only_quotes_not_found_as_written(conn, widgets):
+    """rag.verify finds a quote that occurs as written with strpos alone; only one whose white space differs
+    from the chunk's goes through rag._quote_span (same offsets). Before session 23 the lookup was the join's
+    filter, tested after the call: every quote of every ask went through rag._quote_span (~0.7 ms an ask)."""
+    a = ask(conn, "How do I create a widget index?")
+    assert_verbatim(conn, a)
+    c = a["citations"][0]
+    ids = [x["chunk_id"] for x in a["citations"]]
+    sql = "SELECT citations FROM rag.verify(%s, %s, %s)"
+    conn.execute("SET track_functions = 'all'")
+    exact = [{"n": c["n"], "chunk_id": c["chunk_id"], "quote": c["quote"]}]
+    (got,) = conn.execute(sql, (a["answer"], json.dumps(exact), ids)).fetchone()
+    assert (got[0]["quote_start"], got[0]["quote_end"]) == (c["quote_start"], c["quote_end"])
+    assert function_calls(conn, "_quote_span", "verify") == {"verify": 1}
+    assert " " in c["quote"]
+    spaced = [{"n": c["n"], "chunk_id": c["chunk_id"], "quote": c["quote"].replace(" ", "\n\t ")}]
+    (got,) = conn.execute(sql, (a["answer"], json.dumps(spaced), ids)).fetchone()
+    assert (got[0]["quote_start"], got[0]["quote_end"]) == (c["quote_start"], c["quote_end"])
+    assert got[0]["quote"] == c["quote"]
+    assert function_calls(conn, "_quote_span", "verify") == {"verify": 2, "_quote_span": 1}
 
 
 # Round 8 (session 11): the question's condition, parenthesised qualifiers, verbs that begin a noun phrase, a
