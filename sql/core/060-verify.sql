@@ -26,7 +26,7 @@ COMMENT ON FUNCTION rag._quote_pattern(text) IS
 -- the first match of rag._quote_pattern(quote) in content ((0, 0): none; a quote over 4000 characters after
 -- trimming: none, as there). Found without that expression: both texts with each run of white space (\s, the
 -- expression's own class) made one space, the quote looked up in the content by strpos, and the match's ends mapped
--- back through the lengths of the runs that were shortened. The same match: the quote's trimmed ends are not white
+-- back through the lengths of the content's runs of white space. The same match: the quote's trimmed ends are not white
 -- (or, for white space the trim does not take, the run's whole extent counts, as \s+ takes it). The expression's
 -- cost grew with the chunk's length times the pattern's (a 4,000-character quote against a chunk of 200,000 "x "
 -- took 5.7 s; session 22's review); this is linear in both (session 23: 0.38 ms p50 for chunks of the 1M benchmark
