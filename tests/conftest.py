@@ -19,6 +19,7 @@ server with the same PGCITE_TEST_API_KEY as the tests to run the API key checks 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import uuid
@@ -368,6 +369,71 @@ def fails(conn, sql, params=None) -> str | None:
     if not conn.autocommit:
         conn.rollback()
     return sqlstate_of(e)
+
+
+# ---------------------------------------------------------------- what a call costs, what it returns
+_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _backend_cpu(pid: int) -> float:
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / _TCK
+
+
+def _backend_hwm_mb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def backend_cost(c: psycopg.Connection, sql: str, params=None) -> tuple[float, int, list]:
+    """(CPU seconds of the backend, its peak resident MB, the rows) of one statement on connection c (skips
+    where the server's backends are not on this machine)."""
+    pid = c.info.backend_pid
+    if not os.access(f"/proc/{pid}/stat", os.R_OK):
+        pytest.skip("the server's backends are not on this machine")
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        pass
+    c0 = _backend_cpu(pid)
+    rows = c.execute(sql, params).fetchall()
+    return _backend_cpu(pid) - c0, _backend_hwm_mb(pid), rows
+
+
+def vector_values(text: str) -> list[float]:
+    """A pgvector value's text ('[0.1,0.2,...]') as floats."""
+    return [float(x) for x in text.strip("[]").split(",")]
+
+
+def assert_quotes_verbatim(conn, a: dict) -> None:
+    """Every citation of a rag.ask row is verified, its quote is the chunk's text at its offsets, and it
+    stands in the answer with its marker."""
+    for c in a["citations"]:
+        assert c["verified"] is True
+        content = conn.execute(
+            "SELECT content FROM rag.chunk WHERE chunk_id = %s", (c["chunk_id"],)
+        ).fetchone()[0]
+        assert content[c["quote_start"] : c["quote_end"]] == c["quote"]
+        assert f"{c['quote']} [{c['n']}]" in a["answer"]
+
+
+def assert_verbatim(conn, a: dict) -> None:
+    """An answered rag.ask row (a dict of status, answer, citations, evidence): every citation is verified,
+    its quote is the chunk's text at its offsets and stands in the answer with its marker, and the answer
+    passes rag.verify again unchanged."""
+    assert a["status"] == "answered", a["evidence"]["gate"]
+    assert_quotes_verbatim(conn, a)
+    ids = [c["chunk_id"] for c in a["citations"]]
+    cited = [{"n": c["n"], "chunk_id": c["chunk_id"], "quote": c["quote"]} for c in a["citations"]]
+    again = conn.execute(
+        "SELECT answer, citations FROM rag.verify(%s, %s, %s)", (a["answer"], json.dumps(cited), ids)
+    )
+    answer, citations = again.fetchone()
+    assert answer == a["answer"] and [c["quote_start"] for c in citations] == [
+        c["quote_start"] for c in a["citations"]
+    ]
 
 
 # ---------------------------------------------------------------- the full-text leg recomputed

@@ -8,7 +8,7 @@ import uuid
 
 import psycopg
 import pytest
-from conftest import connect, sqlstate_of
+from conftest import assert_quotes_verbatim, connect, sqlstate_of
 
 WRAP_Q = "How do I prevent transaction ID wraparound failures?"
 
@@ -26,13 +26,7 @@ def test_answers_wraparound_with_verified_quotes(conn):
     a = ask(conn, WRAP_Q)
     assert a["status"] == "answered", a["evidence"]["gate"]
     assert a["citations"][0]["anchor"] == "VACUUM-FOR-WRAPAROUND"
-    for c in a["citations"]:
-        assert c["verified"] is True
-        content = conn.execute(
-            "SELECT content FROM rag.chunk WHERE chunk_id = %s", (c["chunk_id"],)
-        ).fetchone()[0]
-        assert content[c["quote_start"] : c["quote_end"]] == c["quote"]
-        assert f"{c['quote']} [{c['n']}]" in a["answer"]
+    assert_quotes_verbatim(conn, a)
     assert a["ask_id"] is not None
 
 

@@ -30,21 +30,18 @@ max_chunk_bytes below.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import string
 import uuid
 from contextlib import contextmanager
-from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import MANUAL, connect, fails, two_tenant_database
+from conftest import MANUAL, backend_cost, connect, fails, two_tenant_database
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"s22b_{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
-TCK = os.sysconf("SC_CLK_TCK")
 NORMAL = "How often should I vacuum a table?"
 YOUNG: dict[str, float] = {}
 
@@ -64,36 +61,10 @@ def adb(pg):
     with connect(pg, name, R["reader"]) as r:
         r.execute("SET statement_timeout = '120s'")
         r.execute("SELECT rag.ask(%s, 'alpha')", (NORMAL,))
-        YOUNG["normal"] = cost(r, "SELECT (rag.ask(%s, 'alpha')).status", (NORMAL,))[0]
-        YOUNG["rare_250"] = cost(r, "SELECT (rag.ask(%s, 'alpha')).status", (_rare(250),))[0]
+        YOUNG["normal"] = backend_cost(r, "SELECT (rag.ask(%s, 'alpha')).status", (NORMAL,))[0]
+        YOUNG["rare_250"] = backend_cost(r, "SELECT (rag.ask(%s, 'alpha')).status", (_rare(250),))[0]
     yield name
     next(gen, None)
-
-
-def _cpu(pid: int) -> float:
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TCK
-
-
-def _hwm_mb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) // 1024
-    return 0
-
-
-def cost(c: psycopg.Connection, sql: str, params=None) -> tuple[float, int, list]:
-    """(CPU seconds of the backend, its peak resident MB, the rows) of one statement."""
-    pid = c.info.backend_pid
-    if not os.access(f"/proc/{pid}/stat", os.R_OK):
-        pytest.skip("the server's backends are not on this machine")
-    try:
-        Path(f"/proc/{pid}/clear_refs").write_text("5")
-    except OSError:
-        pass
-    c0 = _cpu(pid)
-    rows = c.execute(sql, params).fetchall()
-    return _cpu(pid) - c0, _hwm_mb(pid), rows
 
 
 def store(w: psycopg.Connection, key: str, content: str, embedding: list[float]) -> int:
@@ -141,13 +112,13 @@ def test_hostile_questions_cost_about_what_a_normal_one_does(pg, adb):
             "explain": "SELECT count(*) FROM rag.explain(%s, 'alpha')",
             "context": "SELECT (rag.context(%s, 'alpha')).status",
         }
-        normal = {f: cost(r, sql, (NORMAL,))[0] for f, sql in calls.items()}
+        normal = {f: backend_cost(r, sql, (NORMAL,))[0] for f, sql in calls.items()}
         worst = []
         for name, q in hostile_questions(_words(r)).items():
             assert len(q) <= 4000
             for f, sql in calls.items():
                 try:
-                    cpu, mb, _ = cost(r, sql, (q,))
+                    cpu, mb, _ = backend_cost(r, sql, (q,))
                 except psycopg.errors.ProgramLimitExceeded:  # 54000: over 256 search terms
                     continue
                 worst.append((cpu, mb, name, f))
@@ -171,7 +142,7 @@ def test_chunkers_on_hostile_markdown_are_linear_and_small(pg, adb):
         for name, body in docs.items():
             assert len(body.encode()) < 20 * 1024 * 1024
             for fn in ("rag.chunk_markdown", "rag.chunk_text"):
-                cpu, mb, rows = cost(
+                cpu, mb, rows = backend_cost(
                     w, f"SELECT count(*), max(length(c.content)) FROM {fn}(%s) AS c", (body,)
                 )
                 # measured 0.2-1.0 s, 61-91 MB; chunks of at most ~2,000 characters
@@ -206,7 +177,7 @@ def test_the_gate_is_linear_in_the_words_of_a_stored_chunk(pg, adb):
         costs = {}
         for n in (4_000, 24_000):
             store(w, "zork.md", head + "zork " * n, emb)
-            cpu, _, rows = cost(
+            cpu, _, rows = backend_cost(
                 r, "SELECT (a).status, (a).evidence FROM rag.ask('What is zork?', 'alpha') AS a"
             )
             found = [x for x in rows[0][1]["gate"]["words"] if x["word"] == "zork"]
@@ -256,7 +227,7 @@ def test_a_chunk_stored_without_sentences_costs_each_ask_at_most_256_sentence_em
             )
             assert len(content.encode()) <= 16384
             store(w, "zork.md", content, emb)
-            cpu, _, rows = cost(
+            cpu, _, rows = backend_cost(
                 r, "SELECT (a).status, (a).citations FROM rag.ask('What is zork?', 'alpha') AS a"
             )
             assert rows[0][0] == "answered" and rows[0][1], rows
@@ -282,12 +253,12 @@ def test_verify_of_a_flexible_quote_in_a_periodic_chunk_is_cheap(pg, adb):
         exact = json.dumps([{"n": 1, "chunk_id": cid, "quote": "x x x x"}])
         flexible = json.dumps([{"n": 1, "chunk_id": cid, "quote": "\t".join(["x"] * 1999)}])
         absent = json.dumps([{"n": 1, "chunk_id": cid, "quote": "y" + "\tx" * 1999}])
-        cpu_exact, _, rows = cost(r, sql, (exact, [cid]))
+        cpu_exact, _, rows = backend_cost(r, sql, (exact, [cid]))
         assert rows[0][0] == "answered" and cpu_exact < 0.5
-        cpu, _, rows = cost(r, sql, (flexible, [cid]))
+        cpu, _, rows = backend_cost(r, sql, (flexible, [cid]))
         assert rows[0][0] == "answered"
         assert (rows[0][1][0]["quote_start"], rows[0][1][0]["quote_end"]) == (0, 3997)
-        cpu_absent, _, rows = cost(r, sql, (absent, [cid]))
+        cpu_absent, _, rows = backend_cost(r, sql, (absent, [cid]))
         assert rows[0][0] == "abstained"
         w.execute("SELECT rag.delete_document('alpha', 'periodic.md')")
     # measured 0.14-0.18 s each

@@ -27,20 +27,17 @@ writer of tenant bravo):
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import subprocess
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import ROOT, connect, fails, two_tenant_database
+from conftest import ROOT, assert_verbatim, backend_cost, connect, fails, two_tenant_database, vector_values
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"s23_{k}_{SFX}" for k in ("reader", "writer", "admin", "bravo", "nobody")}
-TCK = os.sysconf("SC_CLK_TCK")
 BEFORE = "64730aa"
 TRIM = " \t\n\r\f\x0b"
 # candidates for white space; which of them PostgreSQL's \s matches is asked of the database (white_chars)
@@ -79,21 +76,6 @@ Oil the bicycle chain every month. Pump the tyres weekly. The frame is made of s
 """
 
 
-def _cpu(pid: int) -> float:
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / TCK
-
-
-def cost(c: psycopg.Connection, sql: str, params=None) -> tuple[float, list]:
-    """(CPU seconds of the backend, the rows) of one statement (as tests/test_attacks_session22b.py)."""
-    pid = c.info.backend_pid
-    if not os.access(f"/proc/{pid}/stat", os.R_OK):
-        pytest.skip("the server's backends are not on this machine")
-    c0 = _cpu(pid)
-    rows = c.execute(sql, params).fetchall()
-    return _cpu(pid) - c0, rows
-
-
 def store(w: psycopg.Connection, tenant: str, key: str, items: list[dict]) -> list[int]:
     """rag.store_document of items as the writer w; the new chunks' ids in order."""
     w.execute("SELECT * FROM rag.store_document(%s, %s, %s)", (tenant, key, json.dumps(items)))
@@ -107,10 +89,6 @@ def store(w: psycopg.Connection, tenant: str, key: str, items: list[dict]) -> li
     ]
 
 
-def _vec(text: str) -> list[float]:
-    return [float(x) for x in text.strip("[]").split(",")]
-
-
 @pytest.fixture(scope="module")
 def adb(pg):
     """The two tenants' database; alpha holds VERIFY_TEXT (store_document), the live copy of KETTLE's chunks
@@ -120,7 +98,9 @@ def adb(pg):
     name = next(gen)
     ids: dict = {}
     with connect(pg, name, R["writer"]) as w, connect(pg, name, R["bravo"]) as b:
-        emb = _vec(w.execute("SELECT rag.embed('Kettles and the quick brown fox.')::text").fetchone()[0])
+        emb = vector_values(
+            w.execute("SELECT rag.embed('Kettles and the quick brown fox.')::text").fetchone()[0]
+        )
         ids["verify"] = store(w, "alpha", "verify.md", [{"content": VERIFY_TEXT, "embedding": emb}])[0]
         b.execute("SELECT * FROM rag.ingest('bravo', 'kettle.md', %s, 'markdown')", (KETTLE,))
         with pg.admin(name) as a:  # (a writer may not read the chunks' embeddings)
@@ -129,7 +109,7 @@ def adb(pg):
                 " WHERE tenant = 'bravo' AND doc_key = 'kettle.md' ORDER BY chunk_index"
             ).fetchall()
         ids["bravo_kettle"] = [r[0] for r in rows]
-        items = [{"content": c, "title": t, "embedding": _vec(e)} for _, c, t, e in rows]
+        items = [{"content": c, "title": t, "embedding": vector_values(e)} for _, c, t, e in rows]
         ids["live"] = store(w, "alpha", "kettle-live.md", items)
         w.execute("SELECT * FROM rag.ingest('alpha', 'bicycle.md', %s, 'markdown')", (STORED_ONLY,))
         ids["stored"] = [
@@ -536,7 +516,7 @@ def test_verify_of_many_quotes_at_max_chunk_bytes_is_cheap_and_linear(pg, adb):
             for name, batch, runs in (("exact", exact, 3), ("flex100", flex[:100], 1), ("flex200", flex, 1)):
                 best = None
                 for _ in range(runs):
-                    t, rows = cost(r, VERIFY, (answer, json.dumps(batch), [cid]))
+                    t, _, rows = backend_cost(r, VERIFY, (answer, json.dumps(batch), [cid]))
                     best = t if best is None else min(best, t)
                 cites = rows[0][1]
                 assert rows[0][2] == "answered" and len(cites) == len(batch)
@@ -665,15 +645,12 @@ def test_live_sentences_score_as_ingested_ones(pg, adb):
 
 
 def _assert_verbatim(r: psycopg.Connection, a: dict, chunks: list[int]):
-    assert a["status"] == "answered", a["evidence"]["gate"]
+    """conftest.assert_verbatim, with citations of the given chunks only, and rag.verify giving back the very
+    citations."""
+    assert_verbatim(r, a)
     assert a["citations"]
     for c in a["citations"]:
-        assert c["verified"] is True and c["chunk_id"] in chunks, (c, chunks)
-        content = r.execute("SELECT content FROM rag.chunk WHERE chunk_id = %s", (c["chunk_id"],)).fetchone()[
-            0
-        ]
-        assert content[c["quote_start"] : c["quote_end"]] == c["quote"]
-        assert f"{c['quote']} [{c['n']}]" in a["answer"]
+        assert c["chunk_id"] in chunks, (c, chunks)
     cited = [{"n": c["n"], "chunk_id": c["chunk_id"], "quote": c["quote"]} for c in a["citations"]]
     again = r.execute(
         "SELECT answer, citations FROM rag.verify(%s, %s, %s)",

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import psycopg
 import pytest
+from conftest import vector_values
 
 from pgcite import (
     ERROR_CODES,
@@ -237,7 +238,7 @@ def test_ask_abstains(client):
 
 def test_query_embedding_list_gives_same_answer(client, conn):
     text = conn.execute("SELECT rag.embed(%s)::text", (WRAP_Q,)).fetchone()[0]
-    emb = [float(x) for x in text.strip("[]").split(",")]
+    emb = vector_values(text)
     with_emb = client.ask(WRAP_Q, "tiny", query_embedding=emb)
     without = client.ask(WRAP_Q, "tiny")
     assert with_emb.fingerprint == without.fingerprint

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import create_database, drop_database
+from conftest import assert_verbatim, create_database, drop_database, vector_values
 
 TENANT = "widgets"
 
@@ -105,28 +105,6 @@ def function_calls(conn, *names: str) -> dict:
             (list(names),),
         ).fetchall()
     )
-
-
-def assert_verbatim(conn, a):
-    """Every citation is verified, its quote is the chunk's text at its offsets, and it is in the answer."""
-    assert a["status"] == "answered", a["evidence"]["gate"]
-    for c in a["citations"]:
-        assert c["verified"] is True
-        content = conn.execute(
-            "SELECT content FROM rag.chunk WHERE chunk_id = %s", (c["chunk_id"],)
-        ).fetchone()[0]
-        assert content[c["quote_start"] : c["quote_end"]] == c["quote"]
-        assert f"{c['quote']} [{c['n']}]" in a["answer"]
-    # the answer passes rag.verify again unchanged
-    ids = [c["chunk_id"] for c in a["citations"]]
-    cited = [{"n": c["n"], "chunk_id": c["chunk_id"], "quote": c["quote"]} for c in a["citations"]]
-    again = conn.execute(
-        "SELECT answer, citations FROM rag.verify(%s, %s, %s)", (a["answer"], json.dumps(cited), ids)
-    )
-    answer, citations = again.fetchone()
-    assert answer == a["answer"] and [c["quote_start"] for c in citations] == [
-        c["quote_start"] for c in a["citations"]
-    ]
 
 
 def test_list_is_quoted_with_its_introduction(conn, widgets):
@@ -982,10 +960,6 @@ The crossing takes four hours in calm weather.
 """
 
 
-def _vec(text):
-    return [float(x) for x in text.strip("[]").split(",")]
-
-
 def _overlap(conn, question, terms, chunk_id):
     """The overlap part of a span's score, computed here: the share of the question's content terms
     (rag._content_terms) among the span's terms, each weighted by rag._question_term_weights with weights.idf
@@ -1010,13 +984,13 @@ def _reference_scores(conn, question, chunk_id):
     """Each stored sentence's span score of a chunk, computed here from rag.sentence: (1 - context) x its own
     similarity to the question + context x that of the mean of its and its neighbours' embeddings + 0.25 x
     the overlap (_overlap). [(start, sim, score)] in order."""
-    qemb = _vec(conn.execute("SELECT rag.embed(%s)::text", (question,)).fetchone()[0])
+    qemb = vector_values(conn.execute("SELECT rag.embed(%s)::text", (question,)).fetchone()[0])
     rows = conn.execute(
         "SELECT start_pos, embedding::text, terms FROM rag.sentence WHERE chunk_id = %s ORDER BY start_pos",
         (chunk_id,),
     ).fetchall()
     w = conn.execute("SELECT (rag._quote_weights() ->> 'context')::float8").fetchone()[0]
-    embs = [_vec(e) for _, e, _ in rows]
+    embs = [vector_values(e) for _, e, _ in rows]
     out = []
     for i, (start, _, terms) in enumerate(rows):
         window = embs[max(i - 1, 0) : i + 2]
@@ -1035,13 +1009,13 @@ def test_span_score_reads_its_neighbours_embeddings(conn):
     conn.execute("SELECT * FROM rag.ingest('ferry', 'ferry.md', %s, 'markdown')", (FERRY,))
     (chunk_id,) = conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'ferry'").fetchone()
     q = "How long does the ferry crossing take?"
-    qemb = _vec(conn.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0])
+    qemb = vector_values(conn.execute("SELECT rag.embed(%s)::text", (q,)).fetchone()[0])
     rows = conn.execute(
         "SELECT start_pos, embedding::text FROM rag.sentence WHERE chunk_id = %s ORDER BY start_pos",
         (chunk_id,),
     ).fetchall()
     assert len(rows) == 4
-    embs = [_vec(e) for _, e in rows]
+    embs = [vector_values(e) for _, e in rows]
     w = conn.execute("SELECT (rag._quote_weights() ->> 'context')::float8").fetchone()[0]
     assert w > 0
     scored = conn.execute(
@@ -1069,7 +1043,7 @@ def test_sentences_embedded_at_ask_time_score_as_stored_ones(conn):
         "SELECT chunk_id, content, title, embedding::text FROM rag.chunk WHERE tenant = 'ferry_stored'"
     ).fetchone()
     conn.execute("SELECT rag.create_tenant('ferry_live')")
-    items = [{"content": content, "title": title, "embedding": _vec(emb)}]
+    items = [{"content": content, "title": title, "embedding": vector_values(emb)}]
     conn.execute("SELECT * FROM rag.store_document('ferry_live', 'ferry.md', %s)", (json.dumps(items),))
     (live_id,) = conn.execute("SELECT chunk_id FROM rag.chunk WHERE tenant = 'ferry_live'").fetchone()
     n = conn.execute("SELECT count(*) FROM rag.sentence WHERE chunk_id = %s", (live_id,)).fetchone()[0]
@@ -1113,7 +1087,7 @@ def test_typo_question_overlap_reads_the_corrected_words(conn):
     conn.execute("SELECT rag.create_tenant('vaults')")
     conn.execute("SELECT * FROM rag.ingest('vaults', 'vaults.md', %s, 'markdown')", (VAULTS,))
     embs = {
-        quote: _vec(e)
+        quote: vector_values(e)
         for quote, e in conn.execute(
             "SELECT substr(c.content, s.start_pos + 1, s.end_pos - s.start_pos), s.embedding::text"
             " FROM rag.sentence AS s JOIN rag.chunk AS c USING (chunk_id)"
