@@ -107,6 +107,14 @@ def main() -> None:
         help="instead: one question of N characters made of the largest tenant's titles (a long question "
         "that shares a lexeme with every title), with the embedding of that tenant's first question",
     )
+    ap.add_argument(
+        "--question",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="instead: these questions (repeatable) on the largest tenant, with the embedding of its first "
+        "question (how a question's words and titles cost, whatever its meaning), as one class, given",
+    )
     args = ap.parse_args()
     dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
     src = Path(args.sql).read_text()
@@ -126,6 +134,11 @@ def main() -> None:
             (args.titles_question, tenant),
         ).fetchone()[0]
         qs = [(f"titles-{len(question)}", tenant, question, qemb)] * args.per_class
+    elif args.question:
+        tenant, qemb = owner.execute(
+            "SELECT tenant, qemb::text FROM pgcite_bench.question WHERE class = 'largest' ORDER BY id LIMIT 1"
+        ).fetchone()
+        qs = [("given", tenant, q, qemb) for q in args.question]
     else:
         qs = owner.execute(
             "SELECT class, tenant, question, qemb::text FROM (SELECT *, row_number() OVER "

@@ -198,7 +198,7 @@ def test_release_then_upgrade_equals_fresh_install_and_keeps_data(pg, managed_db
         "migrations applied: 006-trusted.sql, 007-retrieval-stats.sql, 008-words.sql, "
         "009-explain-query-embedding.sql, 010-chunk-tsv.sql, 012-ask-stages.sql, 013-quote-bonus.sql, "
         "014-ann-tuning.sql, 015-candidates-question.sql, 016-choose-quotes-features.sql, "
-        "017-title-trigrams.sql, 018-chunk-tsv-tenant.sql",
+        "017-title-trigrams.sql, 018-chunk-tsv-tenant.sql, 019-chunk-tsv-newest.sql, 020-title-order.sql",
     ]
     with psycopg.connect(m.dsn) as c:
         upgraded = catalog(c, installer=m.owner)

@@ -450,6 +450,67 @@ def test_the_title_legs_trigram_bound_keeps_every_title_word_similarity_keeps(co
             assert got or cut == "1"
 
 
+def test_the_title_leg_reads_only_the_first_chunks_of_a_title_that_heads_many(conn):
+    """A title such as "Parameters" heads many chunks of many documents: the title leg reads each of its best
+    titles' chunks in the leg's own order (doc_key, chunk_index, chunk_id) through rag.chunk_title_order_idx,
+    the first 40 of each, not all of them. Two tied titles of 48 chunks each, documents ingested out of key
+    order, one document replaced (its old chunks retired): the leg's rows equal the unbounded reference, past
+    PL/pgSQL's plan caching, and the index is what is read."""
+    conn.execute("SELECT rag.create_tenant('tord')")
+    keys = [f"d{i:02d}.md" for i in range(12)]
+    random.Random(24).shuffle(keys)
+
+    def body(key: str, version: int) -> str:
+        return "\n\n".join(
+            f"# {t}\n\n{t} of {key}, part {j}, version {version}: settings for the checkpoint writer."
+            for j in range(4)
+            for t in ("Parameters", "Examples")
+        )
+
+    for key in keys:
+        conn.execute("SELECT * FROM rag.ingest('tord', %s, %s)", (key, body(key, 1)))
+    conn.execute("SELECT * FROM rag.ingest('tord', 'd00.md', %s)", (body("d00.md", 2),))
+    counts = dict(
+        conn.execute(
+            "SELECT title, count(*) FROM rag.chunk WHERE tenant = 'tord' AND retired_at IS NULL GROUP BY 1"
+        ).fetchall()
+    )
+    assert counts == {"Parameters": 48, "Examples": 48}, counts
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM rag.chunk WHERE tenant = 'tord' AND retired_at IS NOT NULL"
+        ).fetchone()[0]
+        == 8
+    )
+    question = "What are the parameters and the examples?"
+    qemb = conn.execute("SELECT rag.embed(%s)::text", (question,)).fetchone()[0]
+    want = title_leg_reference(conn, "tord", question)
+    assert len(want) == 40 and {sc for _, sc in want} == {1.0}
+    # tied titles: both titles' chunks among the 40, in key order, not chunk id order
+    titles = dict(conn.execute("SELECT chunk_id, title FROM rag.chunk WHERE tenant = 'tord'").fetchall())
+    assert {titles[c] for c, _ in want} == {"Parameters", "Examples"}
+    assert [c for c, _ in want] != sorted(c for c, _ in want)
+    for _ in range(7):
+        assert title_leg_rows(conn, "tord", question, qemb) == want
+    corrected = conn.execute(
+        "SELECT rag._correct_question('tord', %s, rag._params())", (question,)
+    ).fetchone()[0]
+    # the index serves the leg's order (its keys, collation and predicate match the statement): with sorts
+    # ruled out, it is the plan left (in a table of a few hundred rows any plan is fast, and the planner takes
+    # another; at 1M it takes this one by itself, docs/BENCHMARKS.md session 24)
+    conn.execute("SET LOCAL enable_sort = off")
+    conn.execute("SET LOCAL enable_incremental_sort = off")
+    conn.execute("DISCARD PLANS")  # the connection's cached plans were made without the settings
+    _, seen = plans(
+        conn,
+        "SELECT count(*) FROM rag._candidates('tord', %s, %s::vector, 40, rag._params())",
+        (corrected, qemb),
+    )
+    chunks = [p for p in seen if "k.title = ti.title" in p]
+    assert chunks and all("Index Scan using chunk_title_order_idx" in p for p in chunks), chunks
+    assert not any("Sort Key: k.doc_key" in p for p in chunks), chunks
+
+
 def test_index_tenants_rejects_a_bad_minimum(conn):
     try:
         conn.execute("SELECT * FROM rag._index_tenants(0)")
@@ -492,6 +553,70 @@ def test_full_text_leg_ranks_a_bounded_candidate_set(conn):
     # one lexeme, over the budget: its newest matches
     one = conn.execute(leg, ("vacuum", "vacuum", 2)).fetchall()
     assert len(one) == 2 and {cid for cid, _ in one} <= newest
+
+
+def test_full_text_leg_finds_the_newest_matches_of_dense_lexemes_among_the_newest_chunks(conn):
+    """When even the rarest lexeme is over the budget and its matches (or, for two, their estimate) are
+    dense in the tenant, the leg reads the tenant's newest live chunks (rag.chunk_tsv's (tenant, chunk_id)
+    index) until the budget's matches are found, instead of fetching every match through GIN: the candidates
+    are the same, the newest `budget` matches of the tenant's live chunks, so the ranking equals BM25 over
+    exactly those. Another tenant's newer chunks and the tenant's retired ones are never candidates; when the
+    newest chunks do not hold the budget's matches, GIN finds them as before."""
+    a = "\n\n".join(
+        f"# Part {i}\n\nNotes on subject {i} about vacuum{' alpha beta' if i <= 80 else ''}, case {i % 7}."
+        for i in range(1, 121)
+    )
+    conn.execute("SELECT rag.create_tenant('dense')")
+    conn.execute("SELECT * FROM rag.ingest('dense', 'a.md', %s)", (a,))
+    # newer chunk ids: another tenant's, and the tenant's own, retired
+    conn.execute("SELECT rag.create_tenant('dense_o')")
+    conn.execute("SELECT * FROM rag.ingest('dense_o', 'o.md', %s)", (doc(20, "vacuum"),))
+    conn.execute("SELECT * FROM rag.ingest('dense', 'b.md', %s)", (doc(15, "vacuum alpha beta"),))
+    conn.execute("SELECT rag.delete_document('dense', 'b.md')")
+    assert conn.execute("SELECT rag._live_chunks('dense')").fetchone()[0] == 120
+    leg = (
+        "SELECT x.chunk_id, x.fts_score FROM rag._candidates('dense', %s, rag.embed(%s), %s, rag._params())"
+        " AS x "
+        "WHERE x.fts_rank IS NOT NULL ORDER BY x.fts_rank"
+    )
+
+    def expected(q: str, match: str, depth: int) -> list:
+        newest = [
+            r[0]
+            for r in conn.execute(
+                "SELECT chunk_id FROM rag.chunk WHERE tenant = 'dense' AND retired_at IS NULL"
+                " AND tsv @@ %s::tsquery "
+                "ORDER BY chunk_id DESC LIMIT %s",
+                (match, depth * 10),
+            )
+        ]
+        ranked = [(cid, s) for cid, s in bm25_reference(conn, "dense", q, 10**6) if cid in set(newest)]
+        return ranked[:depth]
+
+    # "vacuum": in all 120 chunks, over the budget of 20 (depth 2): the newest chunks are read (40 at most)
+    for q, match, depth, scan_only in (
+        ("vacuum", "vacuum", 2, True),
+        # alpha and beta: 80 chunks each, estimated 53 together: the newest 45 chunks hold 5 of the budget's
+        # 10, so GIN finds the newest 10 that hold both
+        ("alpha beta", "alpha & beta", 1, False),
+    ):
+        want = expected(q, match, depth)
+        rows, seen = plans(conn, leg, (q, q, depth))
+        assert rows == want and len(rows) == depth, (q, rows, want)
+        newest_scan = [p for p in seen if "Index Scan Backward using chunk_tsv_tenant_newest_idx" in p]
+        # the statements of the other paths (the tenant's own GIN index, the table's, the tenant's rows)
+        gin = [p for p in seen if "WITH m AS MATERIALIZED" in p or "t.tsv OPERATOR(pg_catalog.@@) $1" in p]
+        assert newest_scan, q
+        assert bool(gin) != scan_only, (q, seen)
+    # the newest chunks of "vacuum" are a.md's last, not b.md's (retired) nor dense_o's
+    rows = conn.execute(leg, ("vacuum", "vacuum", 2)).fetchall()
+    keys = {
+        r[0]
+        for r in conn.execute(
+            "SELECT doc_key FROM rag.chunk WHERE chunk_id = ANY(%s)", ([cid for cid, _ in rows],)
+        )
+    }
+    assert keys == {"a.md"}
 
 
 def test_full_text_leg_weighs_a_question_word_by_how_rare_it_is_in_the_tenant(conn):
