@@ -8,7 +8,8 @@ embedding) for every question of pgcite_bench.question, calling them alternately
 questions
 and the p50 / p95 of each per class. --all-tenants N: also N questions (of every class, in turn) asked of
 every tenant of the corpus (each of its paths: own indexes, table-wide indexes, exact search), first round
-only.
+only. --short N: also every tenant's short questions on its N titles heading the most chunks (common words,
+titles shared by many chunks), in every round.
 """
 
 from __future__ import annotations
@@ -55,6 +56,15 @@ def main() -> None:
         default=8,
         help="also count the questions whose first N fused chunks differ (rag.retrieve's rows at k N)",
     )
+    ap.add_argument(
+        "--short",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also short questions of every tenant (timed in every round after the first, as --all-tenants' "
+        "then are): 'What about the <title>?' for its N titles heading the most chunks (a common word of "
+        "the tenant, a title shared by many of its chunks), with the embedding of a benchmark question",
+    )
     args = ap.parse_args()
     c = psycopg.connect(corpus.db_dsn(os.environ.get("BENCH_DB") or "pgcite_bench"), autocommit=True)
     c.execute(candidates_source(args.old, "_cand_a"))
@@ -75,9 +85,20 @@ def main() -> None:
             for j in range(args.all_tenants):
                 qid, _, _, question, qemb = pool[(i * args.all_tenants + j) % len(pool)]
                 extra.append((qid, "all", t, question, qemb))
+    if args.short:
+        qemb0 = qs[0][4]
+        sizes = c.execute("SELECT tenant, live_chunks FROM rag.tenant_stat ORDER BY tenant").fetchall()
+        for t, n in sizes:
+            bucket = "short>=100k" if n >= 100000 else "short>=10k" if n >= 10000 else "short<10k"
+            for (title,) in c.execute(
+                "SELECT title FROM rag.tenant_title WHERE tenant = %s AND live_chunks > 0 "
+                "ORDER BY live_chunks DESC, title LIMIT %s",
+                (t, args.short),
+            ).fetchall():
+                extra.append((0, bucket, t, f"What about the {title}?", qemb0))
     coll = ' COLLATE "C"' if args.collate_c else ""
     for rnd in range(args.rounds):
-        for qid, cls, tenant, question, qemb in qs + (extra if rnd == 0 else []):
+        for qid, cls, tenant, question, qemb in qs + (extra if rnd == 0 or args.short else []):
             corr = c.execute(
                 "SELECT rag._correct_question(%s, %s, %s::jsonb)", (tenant, question, params)
             ).fetchone()[0]
@@ -99,7 +120,8 @@ def main() -> None:
                     if top_a != top_b:
                         differ_top.append((tenant, qid))
     print(
-        f"{len(qs)} questions + {len(extra)} asked of every tenant: {calls} calls, {rows} rows each version, "
+        f"{len(qs)} questions + {len(extra)} asked of every tenant (--all-tenants, --short): {calls} calls, "
+        f"{rows} rows each version, "
         f"{len(differ)} differ: {differ[:20]}; in their first {args.top} fused chunks: {len(differ_top)} "
         f"{differ_top[:20]}"
     )
