@@ -95,7 +95,8 @@ def main() -> None:
                 "ORDER BY live_chunks DESC, title LIMIT %s",
                 (t, args.short),
             ).fetchall():
-                extra.append((0, bucket, t, f"What about the {title}?", qemb0))
+                # the id alternates which version runs first (the second finds the question's pages cached)
+                extra.append((len(extra), bucket, t, f"What about the {title}?", qemb0))
     coll = ' COLLATE "C"' if args.collate_c else ""
     for rnd in range(args.rounds):
         for qid, cls, tenant, question, qemb in qs + (extra if rnd == 0 or args.short else []):

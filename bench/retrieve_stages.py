@@ -115,6 +115,7 @@ def main() -> None:
         help="instead: these questions (repeatable) on the largest tenant, with the embedding of its first "
         "question (how a question's words and titles cost, whatever its meaning), as one class, given",
     )
+    ap.add_argument("--tenant", default="", help="with --question: this tenant instead of the largest")
     args = ap.parse_args()
     dbname = os.environ.get("BENCH_DB") or "pgcite_bench"
     src = Path(args.sql).read_text()
@@ -138,7 +139,7 @@ def main() -> None:
         tenant, qemb = owner.execute(
             "SELECT tenant, qemb::text FROM pgcite_bench.question WHERE class = 'largest' ORDER BY id LIMIT 1"
         ).fetchone()
-        qs = [("given", tenant, q, qemb) for q in args.question]
+        qs = [("given", args.tenant or tenant, q, qemb) for q in args.question]
     else:
         qs = owner.execute(
             "SELECT class, tenant, question, qemb::text FROM (SELECT *, row_number() OVER "

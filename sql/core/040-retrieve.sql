@@ -230,11 +230,16 @@ BEGIN
         END IF;
         -- The GIN index holds every tenant's chunks: its bitmap for the chosen lexemes costs about their
         -- matches in the whole table (~0.15 us each), about kept_df / share. A small tenant's own rows
-        -- filtered by @@ (its tenant index, ~4 us a row with the tsvector read) cost less when
-        -- n^2 * 27 < kept_df * table: the second branch of fts_match (OFFSET 0 keeps @@ out of the scan).
+        -- filtered by @@ cost less when n^2 * 27 < kept_df * table (measured at ~4 us a row of rag.chunk;
+        -- since session 24 they are rag.chunk_tsv's narrow rows, newest first, until the budget's matches:
+        -- the scan above with every live chunk of the tenant allowed, which never gives way to GIN). A
+        -- tenant's own GIN index holds only its own matches: read as before.
         SELECT sum(s.live_chunks) INTO n_table FROM rag.tenant_stat AS s;
         scan_tenant := n_active::float8 * n_active * 27
             < greatest(coalesce(kept_df, 0), 1)::float8 * coalesce(n_table, 0);
+        IF scan_tenant AND NOT own_fts THEN
+            newest_rows := greatest(n_active, 1);
+        END IF;
         big_share := n_active * 10 >= coalesce(n_table, 0);
     END IF;
     -- full-text leg: the candidates (found through GIN, fetched without reading their tsv), the newest
@@ -258,7 +263,8 @@ BEGIN
                 ORDER BY r.chunk_id DESC
                 LIMIT fts_budget
             ) AS x;
-            IF coalesce(pg_catalog.cardinality(fts_ids), 0) < fts_budget THEN
+            -- fewer than fts_budget: every match unless the scan stopped short of the tenant's live chunks
+            IF coalesce(pg_catalog.cardinality(fts_ids), 0) < fts_budget AND newest_rows < n_active THEN
                 fts_ids := NULL;
                 fts_tids := NULL;
                 newest_rows := NULL;
@@ -281,18 +287,6 @@ BEGIN
                 ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
                 ' ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
             INTO fts_ids, fts_tids USING q_match, fts_budget;
-        ELSIF scan_tenant THEN
-            -- a small tenant's own rows filtered by @@ (OFFSET 0 keeps @@ out of the scan)
-            WITH m AS MATERIALIZED (
-                SELECT s.chunk_id FROM (
-                    SELECT c.chunk_id, c.tsv FROM rag.chunk AS c
-                    WHERE c.tenant = v_tenant AND c.retired_at IS NULL
-                    OFFSET 0
-                ) AS s
-                WHERE s.tsv @@ q_match
-            )
-            SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
-            FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
         ELSIF big_share THEN
             -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
             -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
