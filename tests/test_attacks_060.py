@@ -386,47 +386,6 @@ def test_what_citations_repeat_is_bounded_per_field(pg, adb):
         )
 
 
-def test_a_doc_key_over_2048_bytes_is_refused_with_the_limit_named(pg, adb):
-    """A doc_key is a key of B-tree indexes (at most 2,704 bytes an entry): past about 2,650 bytes a key that
-    did not compress failed in rag.document_key's index with the server's message. Over 2,048 bytes it is
-    54000 naming the limit, from every path that writes or deletes a document, and nothing is stored; a key
-    of 2,048 random letters with the longest title (2,400 random bytes) is stored, in every index, and
-    found."""
-    rnd = random.Random(24)
-    vec = [0.05] * 384
-    longest = "".join(rnd.choices("abcdefghijklmnopqrstuvwxyz0123456789/", k=2048))
-    title = "".join(rnd.choices("abcdefghijklmnopqrstuvwxyz ", k=2400))
-    doc = "# Vacuum schedule\n\nThe alpha team vacuums its tables every night at two o'clock.\n"
-    keys = "SELECT count(*) FROM rag.document_key"  # every write and delete locks its key's row there
-    with pg.admin(adb) as s:
-        before = s.execute(keys).fetchone()[0]
-    with connect(pg, adb, R["writer"]) as c:
-        items = json.dumps([{"title": title, "content": "Vacuum runs at night.", "embedding": vec}])
-        for key in (longest + "x", "é" * 1025):
-            for sql, params in (
-                ("SELECT * FROM rag.store_document('alpha', %s, %s::jsonb)", (key, items)),
-                ("SELECT * FROM rag.ingest('alpha', %s, %s)", (key, doc)),
-                ("SELECT * FROM rag.store_parsed('alpha', %s, %s, 'markdown', '{}'::jsonb)", (key, doc)),
-                ("SELECT rag.delete_document('alpha', %s)", (key,)),
-            ):
-                with pytest.raises(psycopg.Error) as e:
-                    c.execute(sql, params)
-                assert sqlstate_of(e) == "54000" and "over 2048" in str(e.value), (sql, str(e.value))
-                assert key not in str(e.value)
-        with pg.admin(adb) as s:
-            assert s.execute(keys).fetchone()[0] == before
-        row = c.execute(
-            "SELECT status, chunks FROM rag.store_document('alpha', %s, %s::jsonb)", (longest, items)
-        )
-        assert row.fetchone() == ("inserted", 1)
-        assert c.execute("SELECT rag.delete_document('alpha', %s)", (longest,)).fetchone()[0] is True
-    with connect(pg, adb, R["writer"]) as c:
-        c.execute("SELECT * FROM rag.store_document('alpha', %s, %s::jsonb)", (longest, items))
-    with connect(pg, adb, R["reader"]) as c:
-        rows = c.execute("SELECT doc_key FROM rag.retrieve(%s, 'alpha', 8)", (title[:200],)).fetchall()
-        assert (longest,) in rows
-
-
 # ---------------------------------------------------------- security round 6 (the round-5 title indexes)
 
 TITLES_DOC = "\n\n".join(

@@ -49,28 +49,6 @@ $fn$;
 COMMENT ON FUNCTION rag._check_vectors(text, bigint) IS
 'Internal: 54000 when a document has more chunks plus sentences than max_document_bytes / 64.';
 
--- A doc_key is a key of B-tree indexes (with the tenant; in rag.chunk_title_order_idx with a title's hash too),
--- whose entries hold at most 2,704 bytes: past about 2,650 bytes a key that did not compress failed in
--- rag.document_key's index with the server's own message (0.9.0, session 24). Checked before a document is
--- parsed or embedded (rag._check_document) and where its key is locked (every write and delete).
-CREATE OR REPLACE FUNCTION rag._check_doc_key(p_doc_key text)
-RETURNS void
-LANGUAGE plpgsql
-IMMUTABLE
-SET search_path = pg_catalog, pg_temp
-AS $fn$
-BEGIN
-    IF pg_catalog.octet_length(p_doc_key) > 2048 THEN
-        RAISE EXCEPTION USING
-            ERRCODE = 'program_limit_exceeded',
-            MESSAGE = pg_catalog.format('doc_key is %s bytes, over 2048', pg_catalog.octet_length(p_doc_key)),
-            HINT = 'Use a shorter stable key, such as a path, or a hash of a long URL.';
-    END IF;
-END
-$fn$;
-COMMENT ON FUNCTION rag._check_doc_key(text) IS
-'Internal: refuses a doc_key over 2,048 bytes (54000).';
-
 CREATE OR REPLACE FUNCTION rag._check_document(p_doc_key text, p_body text)
 RETURNS void
 LANGUAGE plpgsql
@@ -84,7 +62,6 @@ BEGIN
             MESSAGE = 'doc_key must not be NULL or empty',
             HINT = 'Give every document a stable key, such as its path or URL.';
     END IF;
-    PERFORM rag._check_doc_key(p_doc_key);
     IF p_body IS NULL OR pg_catalog.btrim(p_body, E' \t\n\r\f\x0B') = '' THEN
         RAISE EXCEPTION USING
             ERRCODE = 'invalid_parameter_value',
@@ -158,7 +135,18 @@ SET search_path = pg_catalog, pg_temp
 AS $fn$
 BEGIN
     PERFORM rag._authorize(p_caller, p_tenant, 'write');
-    PERFORM rag._check_doc_key(p_doc_key);
+    -- A doc_key is a key of B-tree indexes (with the tenant; in rag.chunk_title_order_idx with a title's hash
+    -- too), whose entries hold at most 2,704 bytes: past about 2,650 bytes a key that did not compress failed in
+    -- rag.document_key's index with the server's own message. Since 0.9.0 (session 24) a new key is at most
+    -- 2,048 bytes; a longer one stored before stays usable (replaced, deleted).
+    IF pg_catalog.octet_length(p_doc_key) > 2048 AND NOT EXISTS (
+        SELECT FROM rag.document_key AS k WHERE k.tenant = p_tenant AND k.doc_key = p_doc_key
+    ) THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'program_limit_exceeded',
+            MESSAGE = pg_catalog.format('doc_key is %s bytes, over 2048', pg_catalog.octet_length(p_doc_key)),
+            HINT = 'Use a shorter stable key, such as a path, or a hash of a long URL.';
+    END IF;
     INSERT INTO rag.document_key AS k (tenant, doc_key) VALUES (p_tenant, p_doc_key) ON CONFLICT DO NOTHING;
     PERFORM FROM rag.document_key AS k WHERE k.tenant = p_tenant AND k.doc_key = p_doc_key FOR UPDATE;
     RETURN EXISTS (

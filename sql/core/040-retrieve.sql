@@ -433,7 +433,8 @@ BEGIN
         -- that order from rag.chunk_title_order_idx (tenant, the title's hash, doc_key, chunk_index, chunk_id), not
         -- all of them: a title such as "Parameters" heads 12,177 of the largest tenant's chunks at 1M, read and
         -- sorted for 9.6 ms (issue #10, session 24). The hash keeps the keys short (a title may have 2,400 bytes);
-        -- the title itself is tested on the row.
+        -- the title itself is tested on the row. Chunks of a doc_key over 2,048 bytes (stored before 0.9.0) are
+        -- in rag.chunk_title_long_key_idx (migration 020), read as before.
         SELECT pg_catalog.array_agg(g.chunk_id ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id),
             pg_catalog.array_agg(g.s ORDER BY g.s DESC, g.doc_key, g.chunk_index, g.chunk_id)
         INTO trgm_ids, trgm_s
@@ -441,12 +442,23 @@ BEGIN
             SELECT c.chunk_id, c.doc_key, c.chunk_index, ti.s
             FROM ROWS FROM (pg_catalog.unnest(title_names), pg_catalog.unnest(title_s)) AS ti (title, s)
             CROSS JOIN LATERAL (
-                SELECT k.chunk_id, k.doc_key, k.chunk_index FROM rag.chunk AS k
-                WHERE k.tenant = v_tenant AND k.retired_at IS NULL
-                    AND pg_catalog.hashtextextended(k.title, 0) = pg_catalog.hashtextextended(ti.title, 0)
-                    AND k.title = ti.title
-                ORDER BY k.doc_key, k.chunk_index, k.chunk_id
-                LIMIT p_depth
+                (
+                    SELECT k.chunk_id, k.doc_key, k.chunk_index FROM rag.chunk AS k
+                    WHERE k.tenant = v_tenant AND k.retired_at IS NULL
+                        AND pg_catalog.octet_length(k.doc_key) <= 2048
+                        AND pg_catalog.hashtextextended(k.title, 0) = pg_catalog.hashtextextended(ti.title, 0)
+                        AND k.title = ti.title
+                    ORDER BY k.doc_key, k.chunk_index, k.chunk_id
+                    LIMIT p_depth
+                )
+                UNION ALL
+                (
+                    SELECT k.chunk_id, k.doc_key, k.chunk_index FROM rag.chunk AS k
+                    WHERE k.tenant = v_tenant AND k.retired_at IS NULL
+                        AND pg_catalog.octet_length(k.doc_key) > 2048 AND k.title = ti.title
+                    ORDER BY k.doc_key, k.chunk_index, k.chunk_id
+                    LIMIT p_depth
+                )
             ) AS c
             WHERE ti.s >= min_title
             ORDER BY ti.s DESC, c.doc_key, c.chunk_index, c.chunk_id
