@@ -482,8 +482,9 @@ def test_doc_keys_at_the_limit_in_every_encoding_are_stored_one_byte_more_refuse
                 ).fetchall()
                 == []
             )
+            # deleting it: no such document (never stored), false
+            assert w.execute("SELECT rag.delete_document('alpha', %s)", (key,)).fetchone()[0] is False
             calls = _writes(w, key) + [
-                ("SELECT rag.delete_document('alpha', %s)", (key,)),
                 ("SELECT rag._lock_document(current_user, 'alpha', %s, sha256('x'))", (key,)),
                 (
                     "SELECT * FROM rag._store_version(current_user, 'alpha', %s, sha256('x'), 'chunks', NULL,"
@@ -502,7 +503,7 @@ def test_doc_keys_at_the_limit_in_every_encoding_are_stored_one_byte_more_refuse
         try:
             for call in (
                 lambda: client.ingest("alpha", over[1], DOC),
-                lambda: client.delete_document("alpha", over[2]),
+                lambda: client.ingest("alpha", over[2], DOC, format="markdown"),
             ):
                 with pytest.raises(LimitExceeded) as e:
                     call()
@@ -530,7 +531,8 @@ def test_doc_keys_at_the_limit_in_every_encoding_are_stored_one_byte_more_refuse
 
 
 def test_null_and_empty_keys_as_before(pg, adb):
-    """NULL and blank keys: 22004 for writes; rag.delete_document as at 4ac03ee (never 54000)."""
+    """NULL and blank keys: 22004 for writes and rag.delete_document's NULL; a blank or never-stored key
+    deletes nothing (false)."""
     name, _ = adb
     with connect(pg, name, R["writer"]) as w:
         for key in (None, "", "   "):
@@ -538,8 +540,15 @@ def test_null_and_empty_keys_as_before(pg, adb):
                 assert fails(w, sql, params) == "22004", (sql, key)
             unchanged = "SELECT * FROM rag.document_unchanged('alpha', %s, 'x', 'auto', 1)"
             assert fails(w, unchanged, (key,)) == "22004"
-        assert fails(w, "SELECT rag.delete_document('alpha', NULL)") == "23502"  # unchanged since 0.2.0
-        assert w.execute("SELECT rag.delete_document('alpha', '')").fetchone()[0] is False
+        # NULL: 22004 (documented; was 23502 from rag.document_key's NOT NULL); '' and never-stored keys:
+        # false, without a row of rag.document_key made for them (one was)
+        assert fails(w, "SELECT rag.delete_document('alpha', NULL)") == "22004"
+        with pg.admin(name) as a:
+            before = a.execute("SELECT count(*) FROM rag.document_key").fetchone()[0]
+        for key in ("", "   ", "never-stored.md", "k" * 3000):
+            assert w.execute("SELECT rag.delete_document('alpha', %s)", (key,)).fetchone()[0] is False
+        with pg.admin(name) as a:
+            assert a.execute("SELECT count(*) FROM rag.document_key").fetchone()[0] == before
 
 
 def test_the_longest_key_with_the_longest_tenant_and_title_fits_every_index(pg, adb):

@@ -359,6 +359,17 @@ AS $fn$
 DECLARE
     doc_id bigint;
 BEGIN
+    PERFORM rag._authorize(p_caller, p_tenant, 'write');
+    IF p_doc_key IS NULL THEN
+        RAISE EXCEPTION USING
+            ERRCODE = 'null_value_not_allowed',
+            MESSAGE = 'doc_key must not be NULL';
+    END IF;
+    -- a key never stored has no document to retire: false, and no row of rag.document_key is made for it (one
+    -- was, for any key, '' too; session 24)
+    IF NOT EXISTS (SELECT FROM rag.document_key AS k WHERE k.tenant = p_tenant AND k.doc_key = p_doc_key) THEN
+        RETURN false;
+    END IF;
     PERFORM rag._lock_document(p_caller, p_tenant, p_doc_key, ''::bytea);
     UPDATE rag.document AS d SET retired_at = pg_catalog.now()
     WHERE d.tenant = p_tenant AND d.doc_key = p_doc_key AND d.retired_at IS NULL
