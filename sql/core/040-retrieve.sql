@@ -56,10 +56,13 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 --   question's lexemes weighted by their idf in the tenant, below); when every lexeme fits, that is every
 --   match, exactly as an unbounded leg. If the rarest lexeme alone is over the budget, the newest p_depth * 10
 --   chunks with both of the two rarest lexemes are ranked. Their tsvectors are read from rag.chunk_tsv (narrow
---   rows): with the candidates through the tenant's own GIN index there, else by primary key.
+--   rows): with the candidates through the tenant's own GIN index there, else by primary key. When the matches
+--   are dense, or the tenant small, the tenant's newest rows there are read and tested instead, until the
+--   budget's matches (the same candidates; session 24).
 -- - titles: the tenant's distinct titles (rag.tenant_title) sharing a lexeme with the question (the tenant's own
 --   partial GIN index, else the table-wide one; a tenant of at most 2,000 chunks reads its titles by primary
---   key), each scored once by word_similarity.
+--   key), each scored once by word_similarity; of the best titles' chunks only each title's first p_depth in the
+--   leg's order are read (rag.chunk_title_order_idx).
 CREATE OR REPLACE FUNCTION rag._candidates(
     p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer, p_params jsonb,
     p_question text DEFAULT NULL
