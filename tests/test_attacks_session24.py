@@ -596,33 +596,21 @@ def test_the_update_from_0_8_0_succeeds_with_a_key_0_8_0_stored(pg):
     2712 exceeds btree version 4 maximum 2704", and ALTER EXTENSION pgcite UPDATE with it. Now keys over 2,048
     bytes are in a second partial index (tenant, title): the update runs, and the title leg still finds the
     chunk, through that index."""
-    name = f"pgcite_s24long_{SFX}"
-    drop_database(pg, name)
-    with pg.admin() as a:
-        a.execute(f'CREATE DATABASE "{name}"')
-    try:
-        with pg.admin(name) as c:
-            c.execute("CREATE EXTENSION pgcite VERSION '0.8.0' CASCADE")
-            c.execute("SELECT rag.create_tenant('old')")
-            key = _random_key(random.Random(2672), 2672)
-            assert c.execute(
-                "SELECT status FROM rag.store_document('old', %s, %s::jsonb)", (key, _items())
-            ).fetchone() == ("inserted",)
-            try:
-                c.execute("ALTER EXTENSION pgcite UPDATE")
-            except psycopg.Error as e:
-                pytest.fail(f"ALTER EXTENSION pgcite UPDATE from 0.8.0 failed: {sqlstate_of_exc(e)} {e}")
-            assert c.execute("SELECT extversion FROM pg_extension WHERE extname = 'pgcite'").fetchone() == (
-                "0.9.0",
-            )
-            trgm = c.execute(
-                "SELECT c.doc_key FROM rag._candidates('old', 'Vacuum schedule', %s::vector, 40,"
-                " rag._params()) AS x JOIN rag.chunk AS c USING (chunk_id) WHERE x.trgm_rank IS NOT NULL",
-                (json.loads(_items())[0]["embedding"],),
-            ).fetchall()
-            assert trgm == [(key,)]
-    finally:
-        drop_database(pg, name)
+    key = _random_key(random.Random(2672), 2672)
+
+    def store(c) -> None:
+        c.execute("SELECT rag.create_tenant('old')")
+        row = c.execute("SELECT status FROM rag.store_document('old', %s, %s::jsonb)", (key, _items()))
+        assert row.fetchone() == ("inserted",)
+
+    # updated_from asserts that ALTER EXTENSION pgcite UPDATE ran to 0.9.0
+    with updated_from(pg, f"pgcite_s24long_{SFX}", before_update=store) as c:
+        trgm = c.execute(
+            "SELECT c.doc_key FROM rag._candidates('old', 'Vacuum schedule', %s::vector, 40,"
+            " rag._params()) AS x JOIN rag.chunk AS c USING (chunk_id) WHERE x.trgm_rank IS NOT NULL",
+            (json.loads(_items())[0]["embedding"],),
+        ).fetchall()
+        assert trgm == [(key,)]
 
 
 def sqlstate_of_exc(e: psycopg.Error) -> str | None:
