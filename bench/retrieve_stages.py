@@ -62,7 +62,7 @@ def probe_source(src: str) -> str:
     for marker, name in (
         ("    -- full text: which lexemes choose the candidates", "setup"),
         ("    -- full-text leg: the candidates", "fts_choose"),
-        (generic + "        -- the question's lexemes the tenant has", "fts_candidates"),
+        ("        -- the question's lexemes the tenant has", "fts_candidates"),
         ("    -- title leg: each distinct title", "fts_score"),
         (generic + "        -- their chunks", "title_scores"),
         ("    -- vector leg (after the others", "title_chunks"),

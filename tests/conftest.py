@@ -97,6 +97,20 @@ def drop_database(pg: PG, name: str) -> None:
         a.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def create_icu_database(pg: PG, name: str, icu_locale: str) -> None:
+    """Database `name` made afresh (template0) with ICU collation `icu_locale` as its default; skips the test
+    on a server built without ICU."""
+    drop_database(pg, name)
+    with pg.admin() as a:
+        try:
+            a.execute(
+                f'CREATE DATABASE "{name}" TEMPLATE template0 LOCALE_PROVIDER icu'
+                f" ICU_LOCALE '{icu_locale}' LOCALE 'C.UTF-8'"
+            )
+        except psycopg.Error as e:  # a server built without ICU
+            pytest.skip(f"no ICU database collation: {e}")
+
+
 @contextmanager
 def updated_from(
     pg: PG,

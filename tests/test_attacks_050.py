@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import connect, drop_database, fails, use_db_venv
+from conftest import connect, create_icu_database, drop_database, fails, use_db_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 CURRENT = next(  # the version this checkout installs
@@ -277,15 +277,7 @@ def test_a_case_insensitive_database_collation_keeps_tenants_apart(pg):
     are)."""
     name = f"pgcite_icu_{SFX}"
     reader = f"icureader_{SFX}"
-    drop_database(pg, name)
-    with pg.admin() as a:
-        try:
-            a.execute(
-                f'CREATE DATABASE "{name}" TEMPLATE template0 LOCALE_PROVIDER icu'
-                " ICU_LOCALE 'und-u-ks-level2' LOCALE 'C.UTF-8'"
-            )
-        except psycopg.Error as e:  # a server built without ICU
-            pytest.skip(f"no ICU database collation: {e}")
+    create_icu_database(pg, name, "und-u-ks-level2")
     try:
         with pg.admin(name) as c:
             c.execute("CREATE EXTENSION pgcite_python CASCADE")

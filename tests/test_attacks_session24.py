@@ -49,6 +49,7 @@ from conftest import (
     ROOT,
     bm25_reference,
     connect,
+    create_icu_database,
     drop_database,
     fails,
     sqlstate_of,
@@ -286,15 +287,7 @@ def test_candidates_equal_the_previous_function_under_an_icu_collation(pg):
     """The same comparison in a database whose collation (ICU en-US) orders doc_keys unlike their bytes: the
     title index's order is the ORDER BY's."""
     name = f"pgcite_s24icu_{SFX}"
-    drop_database(pg, name)
-    with pg.admin() as a:
-        try:
-            a.execute(
-                f"CREATE DATABASE \"{name}\" LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
-                " TEMPLATE template0"
-            )
-        except psycopg.Error:
-            pytest.skip("no ICU in this server")
+    create_icu_database(pg, name, "en-US")
     try:
         with pg.admin(name) as a:
             a.execute("CREATE EXTENSION pgcite CASCADE")

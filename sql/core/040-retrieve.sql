@@ -273,41 +273,42 @@ BEGIN
                 newest_rows := NULL;
             END IF;
         END IF;
-        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
-        IF newest_rows IS NOT NULL THEN
-            NULL;  -- found by the newest chunks above
-        ELSIF own_fts THEN
-            -- the tenant's own partial GIN index on rag.chunk_tsv (rag._index_tenants): its bitmap holds only
-            -- the tenant's matches, its narrow rows (live chunks only) give the candidates' ids, and the ranking
-            -- below reads the kept candidates' rows again where they are (by ctid, not through the primary key;
-            -- issue #10, session 21). The tenant is a literal, so the planner proves the index's predicate;
-            -- OFFSET 0 keeps a plan from reading the table in chunk_id order.
-            EXECUTE pg_catalog.format(
-                'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
-                ' pg_catalog.array_agg(x.ctid ORDER BY x.chunk_id DESC) FROM ('
-                ' SELECT m.chunk_id, m.ctid FROM ('
-                ' SELECT t.chunk_id, t.ctid FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
-                ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
-                ' ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
-            INTO fts_ids, fts_tids USING q_match, fts_budget;
-        ELSIF big_share THEN
-            -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
-            -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
-            WITH m AS MATERIALIZED (
-                SELECT c.chunk_id FROM rag.chunk AS c
-                WHERE c.tsv @@ q_match AND c.retired_at IS NULL AND (c.tenant = v_tenant) IS TRUE
-            )
-            SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
-            FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
-        ELSE
-            WITH m AS MATERIALIZED (
-                SELECT c.chunk_id FROM rag.chunk AS c
-                WHERE c.tenant = v_tenant AND c.retired_at IS NULL AND c.tsv @@ q_match
-            )
-            SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
-            FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
+        -- else through GIN
+        IF newest_rows IS NULL THEN
+            PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
+            IF own_fts THEN
+                -- the tenant's own partial GIN index on rag.chunk_tsv (rag._index_tenants): its bitmap holds only
+                -- the tenant's matches, its narrow rows (live chunks only) give the candidates' ids, and the ranking
+                -- below reads the kept candidates' rows again where they are (by ctid, not through the primary key;
+                -- issue #10, session 21). The tenant is a literal, so the planner proves the index's predicate;
+                -- OFFSET 0 keeps a plan from reading the table in chunk_id order.
+                EXECUTE pg_catalog.format(
+                    'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
+                    ' pg_catalog.array_agg(x.ctid ORDER BY x.chunk_id DESC) FROM ('
+                    ' SELECT m.chunk_id, m.ctid FROM ('
+                    ' SELECT t.chunk_id, t.ctid FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
+                    ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
+                    ' ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
+                INTO fts_ids, fts_tids USING q_match, fts_budget;
+            ELSIF big_share THEN
+                -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
+                -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
+                WITH m AS MATERIALIZED (
+                    SELECT c.chunk_id FROM rag.chunk AS c
+                    WHERE c.tsv @@ q_match AND c.retired_at IS NULL AND (c.tenant = v_tenant) IS TRUE
+                )
+                SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
+                FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
+            ELSE
+                WITH m AS MATERIALIZED (
+                    SELECT c.chunk_id FROM rag.chunk AS c
+                    WHERE c.tenant = v_tenant AND c.retired_at IS NULL AND c.tsv @@ q_match
+                )
+                SELECT pg_catalog.array_agg(x.chunk_id) INTO fts_ids
+                FROM (SELECT m.chunk_id FROM m ORDER BY m.chunk_id DESC LIMIT fts_budget) AS x;
+            END IF;
+            PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
         END IF;
-        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
         -- the question's lexemes the tenant has, each with its idf in the tenant: ln(1 + (N - df + 0.5) / (df + 0.5)),
         -- N the tenant's live chunks, df those holding the lexeme (rag.tenant_lexeme: no other tenant's counts)
         SELECT pg_catalog.array_agg(x.lexeme ORDER BY x.lexeme),
