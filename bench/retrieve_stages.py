@@ -56,7 +56,6 @@ def probe_source(src: str) -> str:
         + "    t1 timestamptz := clock_timestamp();\n    nn bigint;\n"
         + f[decl:].replace("\nBEGIN\n", "\nBEGIN\n" + _lap("declare"), 1)
     )
-    generic = "        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);\n"
     # each lap names the statements since the one before, in the order 0.9.0 runs them (session 18: the
     # vector leg after the full-text and title legs, its ANN query among them)
     for marker, name in (
@@ -64,7 +63,7 @@ def probe_source(src: str) -> str:
         ("    -- full-text leg: the candidates", "fts_choose"),
         ("        -- the question's lexemes the tenant has", "fts_candidates"),
         ("    -- title leg: each distinct title", "fts_score"),
-        (generic + "        -- their chunks", "title_scores"),
+        ("        -- their chunks", "title_scores"),
         ("    -- vector leg (after the others", "title_chunks"),
         ("    IF use_ann THEN\n", "vector_setup"),
         ("    -- Every leg's chunks with their tie-break keys", "ann"),

@@ -450,6 +450,64 @@ def test_the_title_legs_trigram_bound_keeps_every_title_word_similarity_keeps(co
             assert got or cut == "1"
 
 
+def test_the_title_leg_scores_only_titles_whose_bound_reaches_the_first_titles_cut_off(conn):
+    """The title leg scores the four titles of the best trigram bound first; when those passing
+    min_title_similarity hold `depth` chunks, a title whose bound is under their cut-off is not scored
+    (word_similarity is at most the bound, and such a title comes after the one that sets the cut-off). Titles
+    of 1-15 chunks made of the question's words and others, ties differing only in case: the leg's rows equal the
+    unbounded reference for depths 1-40 and cut-offs 0-0.75, and word_similarity runs for fewer titles than
+    pass min_title_similarity's bound (counted with track_functions)."""
+    rnd = random.Random(25)
+    qwords = ["checkpoint", "writes", "spread", "interval", "tuning", "wal", "segments"]
+    other = ["vacuum", "freeze", "planner", "cost", "index", "bloat", "replica", "slot", "locks", "toast"]
+    sections = []
+    titles = set()
+    while len(titles) < 70:
+        words = rnd.sample(qwords, rnd.randint(1, 4)) + rnd.sample(other, rnd.randint(0, 2))
+        rnd.shuffle(words)
+        titles.add(" ".join(words).capitalize())
+    # the same words in capitals: the same score, a tie broken by the title
+    titles |= {t.upper() for t in rnd.sample(sorted(titles), 12)}
+    for title in sorted(titles):
+        for _ in range(rnd.randint(1, 15)):
+            sections.append(f"# {title}\n\nNotes on {title.lower()} in part {len(sections)}.")
+    conn.execute("SELECT rag.create_tenant('tprune')")
+    conn.execute("SELECT * FROM rag.ingest('tprune', 'a.md', %s)", ("\n\n".join(sections),))
+    question = "How are checkpoint writes spread over the checkpoint interval when tuning wal segments?"
+    qemb = conn.execute("SELECT rag.embed(%s)::text", (question,)).fetchone()[0]
+    corrected = conn.execute(
+        "SELECT rag._correct_question('tprune', %s, rag._params())", (question,)
+    ).fetchone()[0]
+    tq = conn.execute("SELECT rag._title_question(%s)", (corrected,)).fetchone()[0]
+    ws = conn.execute("SELECT oid FROM pg_proc WHERE proname = 'word_similarity'").fetchone()[0]
+    conn.execute("SET LOCAL track_functions = 'all'")
+    pruned = 0
+    for cut in ("0", "0.3", "0.5", "0.75"):
+        conn.execute("SELECT rag.set_config('min_title_similarity', %s)", (cut,))
+        passing = conn.execute(
+            "SELECT count(*) FROM rag.tenant_title WHERE tenant = 'tprune' AND live_chunks > 0 "
+            "AND tsv @@ rag._any_lexeme(tsvector_to_array(to_tsvector('english', %(q)s))) "
+            "AND length(array_to_tsvector(show_trgm(%(q)s))) "
+            "- length(ts_delete(array_to_tsvector(show_trgm(%(q)s)), trgm)) >= (%(c)s - 1e-6) * cardinality(trgm)",
+            {"q": tq, "c": float(cut)},
+        ).fetchone()[0]
+        for depth in (1, 3, 10, 40):
+            want = title_leg_reference(conn, "tprune", question, depth)
+            calls = conn.execute("SELECT coalesce(pg_stat_get_xact_function_calls(%s), 0)", (ws,)).fetchone()[0]
+            got = conn.execute(
+                "SELECT chunk_id, trgm_score FROM rag._candidates('tprune', %s, %s::vector, %s, rag._params()) "
+                "WHERE trgm_rank IS NOT NULL ORDER BY trgm_rank",
+                (corrected, qemb, depth),
+            ).fetchall()
+            calls = conn.execute(
+                "SELECT coalesce(pg_stat_get_xact_function_calls(%s), 0) - %s", (ws, calls)
+            ).fetchone()[0]
+            assert got == want, (cut, depth)
+            assert len({s for _, s in got}) <= calls <= passing, (cut, depth)
+            pruned += calls < passing
+    assert pruned >= 8, pruned
+
+
 def test_the_title_leg_reads_only_the_first_chunks_of_a_title_that_heads_many(conn):
     """A title such as "Parameters" heads many chunks of many documents: the title leg reads each of its best
     titles' chunks in the leg's own order (doc_key, chunk_index, chunk_id) through rag.chunk_title_order_idx,

@@ -56,13 +56,14 @@ COMMENT ON FUNCTION rag._any_lexeme(text[]) IS
 --   question's lexemes weighted by their idf in the tenant, below); when every lexeme fits, that is every
 --   match, exactly as an unbounded leg. If the rarest lexeme alone is over the budget, the newest p_depth * 10
 --   chunks with both of the two rarest lexemes are ranked. Their tsvectors are read from rag.chunk_tsv (narrow
---   rows): with the candidates through the tenant's own GIN index there, else by primary key. When the matches
---   are dense, or the tenant small, the tenant's newest rows there are read and tested instead, until the
---   budget's matches (the same candidates; session 24).
+--   rows): with the candidates through the tenant's own GIN index there (kept from that scan), else by primary
+--   key. When the matches are dense, or the tenant small, the tenant's newest rows there are read and tested
+--   instead, until the budget's matches (the same candidates; session 24).
 -- - titles: the tenant's distinct titles (rag.tenant_title) sharing a lexeme with the question (the tenant's own
 --   partial GIN index, else the table-wide one; a tenant of at most 2,000 chunks reads its titles by primary
---   key), each scored once by word_similarity; of the best titles' chunks only each title's first p_depth in the
---   leg's order are read (rag.chunk_title_order_idx).
+--   key), each scored once by word_similarity unless its trigram bound rules it out (below min_title, or below
+--   the cut-off of the four titles of the best bounds); of the best titles' chunks only each title's first
+--   p_depth in the leg's order are read (rag.chunk_title_order_idx).
 CREATE OR REPLACE FUNCTION rag._candidates(
     p_tenant text, p_corrected text, p_qemb public.vector, p_depth integer, p_params jsonb,
     p_question text DEFAULT NULL
@@ -133,8 +134,9 @@ DECLARE
     scan_titles boolean := n_active <= 2000
         AND pg_catalog.to_regclass('rag.' || rag._tenant_title_index_name(p_tenant)) IS NULL;
     fts_ids bigint [];
-    -- where the candidate scan found each candidate's row of rag.chunk_tsv (the tenant's own index), else NULL
-    fts_tids tid [];
+    -- each candidate's tsvector as the candidate scan read it from rag.chunk_tsv (the tenant's newest rows or its
+    -- own index), else NULL (read by primary key when ranked)
+    fts_tsv tsvector [];
     use_ann boolean := false;
     own_ann boolean := false;
     own_dense boolean := false;
@@ -178,6 +180,13 @@ DECLARE
     n_title_trgm integer;
     -- the best titles of the title leg, with their scores
     title_names text [] COLLATE "default";
+    -- the titles that can pass min_title, best bound first: their chunk counts, stripped titles, trigrams shared
+    -- with the question and trigrams
+    b_title text [] COLLATE "default";
+    b_chunks bigint [];
+    b_stripped text [];
+    b_shared integer [];
+    b_trgm integer [];
     title_s float8 [];
     -- each leg's chunks in rank order, with their scores
     vec_ids bigint [];
@@ -253,11 +262,11 @@ BEGIN
             -- newest_rows of them, each tested: when fts_budget match, they are the newest fts_budget matches, the
             -- candidates any other path below finds
             SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),
-                pg_catalog.array_agg(x.ctid ORDER BY x.chunk_id DESC)
-            INTO fts_ids, fts_tids
+                pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC)
+            INTO fts_ids, fts_tsv
             FROM (
-                SELECT r.chunk_id, r.ctid FROM (
-                    SELECT w.chunk_id, w.ctid, w.tsv FROM rag.chunk_tsv AS w
+                SELECT r.chunk_id, r.tsv FROM (
+                    SELECT w.chunk_id, w.tsv FROM rag.chunk_tsv AS w
                     WHERE w.tenant = v_tenant
                     ORDER BY w.chunk_id DESC
                     LIMIT newest_rows
@@ -269,7 +278,7 @@ BEGIN
             -- fewer than fts_budget: every match unless the scan stopped short of the tenant's live chunks
             IF coalesce(pg_catalog.cardinality(fts_ids), 0) < fts_budget AND newest_rows < n_active THEN
                 fts_ids := NULL;
-                fts_tids := NULL;
+                fts_tsv := NULL;
                 newest_rows := NULL;
             END IF;
         END IF;
@@ -278,18 +287,18 @@ BEGIN
             PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
             IF own_fts THEN
                 -- the tenant's own partial GIN index on rag.chunk_tsv (rag._index_tenants): its bitmap holds only
-                -- the tenant's matches, its narrow rows (live chunks only) give the candidates' ids, and the ranking
-                -- below reads the kept candidates' rows again where they are (by ctid, not through the primary key;
-                -- issue #10, session 21). The tenant is a literal, so the planner proves the index's predicate;
-                -- OFFSET 0 keeps a plan from reading the table in chunk_id order.
+                -- the tenant's matches, its narrow rows (live chunks only) give the candidates' ids and tsvectors,
+                -- which the ranking below reads from the array rather than from the table again (issue #10, session
+                -- 25; by ctid since session 21). The tenant is a literal, so the planner proves the index's
+                -- predicate; OFFSET 0 keeps a plan from reading the table in chunk_id order.
                 EXECUTE pg_catalog.format(
                     'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
-                    ' pg_catalog.array_agg(x.ctid ORDER BY x.chunk_id DESC) FROM ('
-                    ' SELECT m.chunk_id, m.ctid FROM ('
-                    ' SELECT t.chunk_id, t.ctid FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
+                    ' pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC) FROM ('
+                    ' SELECT m.chunk_id, m.tsv FROM ('
+                    ' SELECT t.chunk_id, t.tsv FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
                     ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
                     ' ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
-                INTO fts_ids, fts_tids USING q_match, fts_budget;
+                INTO fts_ids, fts_tsv USING q_match, fts_budget;
             ELSIF big_share THEN
                 -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
                 -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
@@ -337,34 +346,30 @@ BEGIN
             -- far below the score's 6 decimals (numeric's exact sum did the same for 0.2 ms more)
             SELECT m.chunk_id,
                 round(pg_catalog.sum(round(
-                    68719476736::float8 * q_idf[pg_catalog.array_position(q_lex, tv.lexeme)] * 2.2
-                    * coalesce(pg_catalog.array_length(tv.positions, 1), 1)::float8
-                    / (coalesce(pg_catalog.array_length(tv.positions, 1), 1)::float8 + 1.2)
+                    68719476736::float8 * q_idf[pg_catalog.array_position(q_lex, (m.tv).lexeme)] * 2.2
+                    * coalesce(pg_catalog.array_length((m.tv).positions, 1), 1)::float8
+                    / (coalesce(pg_catalog.array_length((m.tv).positions, 1), 1)::float8 + 1.2)
                 ) / 68719476736::float8)::numeric, 6)::float8 AS s
-            FROM ROWS FROM (pg_catalog.unnest(fts_ids), pg_catalog.unnest(fts_tids)) AS u (chunk_id, tid)
-            CROSS JOIN LATERAL (
-                -- the candidate's row of rag.chunk_tsv where the candidate scan found it (the tenant's own index),
-                -- else by primary key. The ctid still holds that row: rows are never updated, and this STABLE
-                -- function's statements all run under the calling statement's snapshot, whose rows VACUUM may not
-                -- remove (as VOLATILE, a rebuild of the table between the two statements would move every row:
-                -- the chunk id is checked, but the leg would lose its candidates)
-                SELECT u.chunk_id, x.tsv FROM (
-                    SELECT coalesce(
-                        (SELECT v.tsv FROM rag.chunk_tsv AS v WHERE v.ctid = u.tid AND v.chunk_id = u.chunk_id),
-                        (SELECT v.tsv FROM rag.chunk_tsv AS v WHERE u.tid IS NULL AND v.chunk_id = u.chunk_id)
+            FROM (
+                -- only the question's lexemes, with their positions: a tsvector holds weights A (title) and D
+                -- (content) only (rag.chunk.tsv is generated so), so marking the question's lexemes B and keeping
+                -- the B ones keeps exactly them (C functions on the tsvector: 1.1 instead of 6.9 ms for 400
+                -- candidates of ~46 lexemes; every lexeme of a tsvector the server made has a position). A
+                -- candidate without any is not scored (it cannot be one: it matched a lexeme of q_lex). Unnested
+                -- in the target list: no function scan set up again for each candidate
+                SELECT x.chunk_id, pg_catalog.unnest(pg_catalog.ts_filter(
+                    pg_catalog.setweight(x.tsv, 'B', q_lex), '{b}'
+                )) AS tv
+                FROM (
+                    -- the candidate's tsvector as its scan read it, else by primary key from rag.chunk_tsv
+                    SELECT u.chunk_id, coalesce(
+                        u.tsv, (SELECT v.tsv FROM rag.chunk_tsv AS v WHERE v.chunk_id = u.chunk_id)
                     ) AS tsv
+                    FROM ROWS FROM (pg_catalog.unnest(fts_ids), pg_catalog.unnest(fts_tsv)) AS u (chunk_id, tsv)
                     OFFSET 0
                 ) AS x
                 WHERE x.tsv @@ q
             ) AS m
-            -- only the question's lexemes, with their positions: a tsvector holds weights A (title) and D (content)
-            -- only (rag.chunk.tsv is generated so), so marking the question's lexemes B and keeping the B ones
-            -- keeps exactly them (C functions on the tsvector: 1.1 instead of 6.9 ms for 400 candidates of ~46
-            -- lexemes; every lexeme of a tsvector the server made has a position). A candidate without any is
-            -- not scored (it cannot be one: it matched a lexeme of q_lex)
-            CROSS JOIN LATERAL pg_catalog.unnest(pg_catalog.ts_filter(
-                pg_catalog.setweight(m.tsv, 'B', q_lex), '{b}'
-            )) AS tv
             GROUP BY m.chunk_id
         )
         SELECT pg_catalog.array_agg(f.chunk_id ORDER BY f.s DESC, f.doc_key, f.chunk_index, f.chunk_id),
@@ -399,16 +404,26 @@ BEGIN
         title_trgm := pg_catalog.array_to_tsvector(public.show_trgm(title_q));
         n_title_trgm := pg_catalog.length(title_trgm);
         PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
-        WITH scored AS (
-            SELECT x.title, x.live_chunks,
-                round(public.word_similarity(x.stripped, title_q)::numeric, 6)::float8 AS s
+        -- the titles that can pass min_title, in the order of their bound (the share), with how many of their
+        -- trigrams the question has (planned for the call: which index depends on the tenant)
+        SELECT pg_catalog.array_agg(u.title ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title),
+            pg_catalog.array_agg(u.live_chunks ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title),
+            pg_catalog.array_agg(u.stripped ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title),
+            pg_catalog.array_agg(u.n_shared ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title),
+            pg_catalog.array_agg(u.n_trgm ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title)
+        INTO b_title, b_chunks, b_stripped, b_shared, b_trgm
+        FROM (
+            SELECT x.title, x.live_chunks, x.stripped,
+                n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, x.trgm)) AS n_shared,
+                pg_catalog.cardinality(x.trgm) AS n_trgm
             FROM rag.tenant_title AS x
             WHERE NOT scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
                 AND n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, x.trgm))
                 >= (min_title - 1e-6) * pg_catalog.cardinality(x.trgm)
             UNION ALL
-            SELECT y.title, y.live_chunks,
-                round(public.word_similarity(y.stripped, title_q)::numeric, 6)::float8 AS s
+            SELECT y.title, y.live_chunks, y.stripped,
+                n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, y.trgm)),
+                pg_catalog.cardinality(y.trgm)
             FROM (
                 SELECT x.title, x.live_chunks, x.stripped, x.tsv, x.trgm FROM rag.tenant_title AS x
                 WHERE scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0
@@ -417,6 +432,41 @@ BEGIN
             WHERE y.tsv @@ q_title
                 AND n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, y.trgm))
                 >= (min_title - 1e-6) * pg_catalog.cardinality(y.trgm)
+        ) AS u;
+        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
+        -- The four titles of the best bounds are scored first: when those passing min_title hold p_depth chunks,
+        -- the cut-off below among them (the score of the title at which their chunk counts reach p_depth) is no
+        -- higher than among all titles (more titles only push that title down), so a title whose bound is under
+        -- it can neither pass the cut-off nor move it (it comes after that title), and is not scored: of the
+        -- largest tenant's 3,426 titles that could pass min_title for its 100 benchmark questions at 1M, 492 are
+        -- scored, at most 29 for one question instead of 136 (issue #10, session 25). Planned once (the arrays).
+        WITH bounded AS (
+            SELECT b.title, b.live_chunks, b.stripped, b.n_shared, b.n_trgm, b.rn
+            FROM ROWS FROM (
+                pg_catalog.unnest(b_title), pg_catalog.unnest(b_chunks), pg_catalog.unnest(b_stripped),
+                pg_catalog.unnest(b_shared), pg_catalog.unnest(b_trgm)
+            ) WITH ORDINALITY AS b (title, live_chunks, stripped, n_shared, n_trgm, rn)
+        ),
+        first AS MATERIALIZED (
+            SELECT b.title, b.live_chunks, round(public.word_similarity(b.stripped, title_q)::numeric, 6)::float8 AS s
+            FROM bounded AS b
+            WHERE b.rn <= 4
+        ),
+        first_cut AS (
+            SELECT min(y.s) AS cut FROM (
+                SELECT z.s, z.live_chunks, sum(z.live_chunks) OVER (ORDER BY z.s DESC, z.title) AS upto
+                FROM first AS z WHERE z.s >= min_title
+            ) AS y
+            WHERE y.upto - y.live_chunks < p_depth
+            HAVING max(y.upto) >= p_depth
+        ),
+        scored AS (
+            SELECT f.title, f.live_chunks, f.s FROM first AS f
+            UNION ALL
+            SELECT b.title, b.live_chunks, round(public.word_similarity(b.stripped, title_q)::numeric, 6)::float8
+            FROM bounded AS b
+            WHERE b.rn > 4
+                AND b.n_shared >= (coalesce((SELECT c.cut FROM first_cut AS c), min_title) - 1e-6) * b.n_trgm
         ),
         -- only the best titles can hold the leg's p_depth chunks: those scoring at least the title at which
         -- the titles' chunk counts (best first) reach p_depth (ties included), so no more chunks are read
@@ -432,7 +482,6 @@ BEGIN
         SELECT pg_catalog.array_agg(ti.title), pg_catalog.array_agg(ti.s)
         INTO title_names, title_s
         FROM titles AS ti;
-        PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
         -- their chunks: of each title its first p_depth in the leg's order (doc_key, chunk_index, chunk_id), read in
         -- that order from rag.chunk_title_order_idx (tenant, the title's hash, doc_key, chunk_index, chunk_id), not
         -- all of them: a title such as "Parameters" heads 12,177 of the largest tenant's chunks at 1M, read and
