@@ -135,7 +135,10 @@ DECLARE
         AND pg_catalog.to_regclass('rag.' || rag._tenant_title_index_name(p_tenant)) IS NULL;
     fts_ids bigint [];
     -- each candidate's tsvector as the candidate scan read it from rag.chunk_tsv (the tenant's newest rows or its
-    -- own index), else NULL (read by primary key when ranked)
+    -- own index) when it is stored uncompressed in at most 2,048 bytes (a chunk's is ~500), else NULL (read by
+    -- primary key when ranked): the array holds at most 2 kB a candidate, 0.8 MB for k 10 (the review of session
+    -- 25: tsvectors kept whatever their size made a reader's call on a writer's largest chunks peak at 830 MB
+    -- instead of 265)
     fts_tsv tsvector [];
     use_ann boolean := false;
     own_ann boolean := false;
@@ -180,11 +183,9 @@ DECLARE
     n_title_trgm integer;
     -- the best titles of the title leg, with their scores
     title_names text [] COLLATE "default";
-    -- the titles that can pass min_title, best bound first: their chunk counts, stripped titles, trigrams shared
-    -- with the question and trigrams
-    b_title text [] COLLATE "default";
-    b_chunks bigint [];
-    b_stripped text [];
+    -- the titles that can pass min_title, best bound first: where their rows are, their trigrams shared with the
+    -- question and their trigrams
+    b_tid tid [];
     b_shared integer [];
     b_trgm integer [];
     title_s float8 [];
@@ -262,7 +263,8 @@ BEGIN
             -- newest_rows of them, each tested: when fts_budget match, they are the newest fts_budget matches, the
             -- candidates any other path below finds
             SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),
-                pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC)
+                pg_catalog.array_agg(CASE WHEN pg_catalog.pg_column_size(x.tsv) <= 2048
+                    AND pg_catalog.pg_column_compression(x.tsv) IS NULL THEN x.tsv END ORDER BY x.chunk_id DESC)
             INTO fts_ids, fts_tsv
             FROM (
                 SELECT r.chunk_id, r.tsv FROM (
@@ -287,15 +289,17 @@ BEGIN
             PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
             IF own_fts THEN
                 -- the tenant's own partial GIN index on rag.chunk_tsv (rag._index_tenants): its bitmap holds only
-                -- the tenant's matches, its narrow rows (live chunks only) give the candidates' ids and tsvectors,
-                -- which the ranking below reads from the array rather than from the table again (issue #10, session
-                -- 25; by ctid since session 21). The tenant is a literal, so the planner proves the index's
-                -- predicate; OFFSET 0 keeps a plan from reading the table in chunk_id order.
+                -- the tenant's matches, its narrow rows (live chunks only) give the candidates' ids and tsvectors
+                -- (those kept: fts_tsv), which the ranking below reads from the array rather than from the table
+                -- again (issue #10, session 25; by ctid since session 21). The tenant is a literal, so the planner
+                -- proves the index's predicate; OFFSET 0 keeps a plan from reading the table in chunk_id order.
                 EXECUTE pg_catalog.format(
                     'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
                     ' pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC) FROM ('
                     ' SELECT m.chunk_id, m.tsv FROM ('
-                    ' SELECT t.chunk_id, t.tsv FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
+                    ' SELECT t.chunk_id, CASE WHEN pg_catalog.pg_column_size(t.tsv) OPERATOR(pg_catalog.<=) 2048'
+                    ' AND pg_catalog.pg_column_compression(t.tsv) IS NULL THEN t.tsv END AS tsv'
+                    ' FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
                     ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
                     ' ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
                 INTO fts_ids, fts_tsv USING q_match, fts_budget;
@@ -405,33 +409,35 @@ BEGIN
         n_title_trgm := pg_catalog.length(title_trgm);
         PERFORM pg_catalog.set_config('plan_cache_mode', 'force_custom_plan', true);
         -- the titles that can pass min_title, in the order of their bound (the share), with how many of their
-        -- trigrams the question has (planned for the call: which index depends on the tenant)
-        SELECT pg_catalog.array_agg(u.title ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title),
-            pg_catalog.array_agg(u.live_chunks ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title),
-            pg_catalog.array_agg(u.stripped ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title),
-            pg_catalog.array_agg(u.n_shared ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title),
-            pg_catalog.array_agg(u.n_trgm ORDER BY u.n_shared::float8 / greatest(u.n_trgm, 1) DESC, u.title)
-        INTO b_title, b_chunks, b_stripped, b_shared, b_trgm
+        -- trigrams the question has, each by where its row is (ctid): the arrays hold 14 bytes a title however long
+        -- it is, sorted once (planned for the call: which index depends on the tenant)
+        SELECT pg_catalog.array_agg(u.tid ORDER BY u.rn), pg_catalog.array_agg(u.n_shared ORDER BY u.rn),
+            pg_catalog.array_agg(u.n_trgm ORDER BY u.rn)
+        INTO b_tid, b_shared, b_trgm
         FROM (
-            SELECT x.title, x.live_chunks, x.stripped,
-                n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, x.trgm)) AS n_shared,
-                pg_catalog.cardinality(x.trgm) AS n_trgm
-            FROM rag.tenant_title AS x
-            WHERE NOT scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
-                AND n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, x.trgm))
-                >= (min_title - 1e-6) * pg_catalog.cardinality(x.trgm)
-            UNION ALL
-            SELECT y.title, y.live_chunks, y.stripped,
-                n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, y.trgm)),
-                pg_catalog.cardinality(y.trgm)
+            SELECT v.tid, v.n_shared, v.n_trgm,
+                pg_catalog.row_number() OVER (ORDER BY v.n_shared::float8 / greatest(v.n_trgm, 1) DESC, v.title) AS rn
             FROM (
-                SELECT x.title, x.live_chunks, x.stripped, x.tsv, x.trgm FROM rag.tenant_title AS x
-                WHERE scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0
-                OFFSET 0
-            ) AS y
-            WHERE y.tsv @@ q_title
-                AND n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, y.trgm))
-                >= (min_title - 1e-6) * pg_catalog.cardinality(y.trgm)
+                SELECT x.ctid AS tid, x.title,
+                    n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, x.trgm)) AS n_shared,
+                    pg_catalog.cardinality(x.trgm) AS n_trgm
+                FROM rag.tenant_title AS x
+                WHERE NOT scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0 AND x.tsv @@ q_title
+                    AND n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, x.trgm))
+                    >= (min_title - 1e-6) * pg_catalog.cardinality(x.trgm)
+                UNION ALL
+                SELECT y.tid, y.title,
+                    n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, y.trgm)),
+                    pg_catalog.cardinality(y.trgm)
+                FROM (
+                    SELECT x.ctid AS tid, x.title, x.tsv, x.trgm FROM rag.tenant_title AS x
+                    WHERE scan_titles AND x.tenant = v_tenant AND x.live_chunks > 0
+                    OFFSET 0
+                ) AS y
+                WHERE y.tsv @@ q_title
+                    AND n_title_trgm - pg_catalog.length(pg_catalog.ts_delete(title_trgm, y.trgm))
+                    >= (min_title - 1e-6) * pg_catalog.cardinality(y.trgm)
+            ) AS v
         ) AS u;
         PERFORM pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
         -- The four titles of the best bounds are scored first: when those passing min_title hold p_depth chunks,
@@ -439,18 +445,26 @@ BEGIN
         -- higher than among all titles (more titles only push that title down), so a title whose bound is under
         -- it can neither pass the cut-off nor move it (it comes after that title), and is not scored: of the
         -- largest tenant's 3,426 titles that could pass min_title for its 100 benchmark questions at 1M, 492 are
-        -- scored, at most 29 for one question instead of 136 (issue #10, session 25). Planned once (the arrays).
+        -- scored, at most 29 for one question instead of 136 (issue #10, session 25). A scored title's row is read
+        -- again where it was found: this STABLE function's statements all run under the calling statement's
+        -- snapshot, in which that row version stays (an ingest's update of the title's count makes a new one,
+        -- elsewhere, that this snapshot does not see; VACUUM may not remove the old one). Planned once (arrays).
         WITH bounded AS (
-            SELECT b.title, b.live_chunks, b.stripped, b.n_shared, b.n_trgm, b.rn
-            FROM ROWS FROM (
-                pg_catalog.unnest(b_title), pg_catalog.unnest(b_chunks), pg_catalog.unnest(b_stripped),
-                pg_catalog.unnest(b_shared), pg_catalog.unnest(b_trgm)
-            ) WITH ORDINALITY AS b (title, live_chunks, stripped, n_shared, n_trgm, rn)
+            SELECT b.tid, b.n_shared, b.n_trgm, b.rn
+            FROM ROWS FROM (pg_catalog.unnest(b_tid), pg_catalog.unnest(b_shared), pg_catalog.unnest(b_trgm))
+                WITH ORDINALITY AS b (tid, n_shared, n_trgm, rn)
         ),
         first AS MATERIALIZED (
-            SELECT b.title, b.live_chunks, round(public.word_similarity(b.stripped, title_q)::numeric, 6)::float8 AS s
-            FROM bounded AS b
-            WHERE b.rn <= 4
+            SELECT (x.r).title, (x.r).live_chunks,
+                round(public.word_similarity((x.r).stripped, title_q)::numeric, 6)::float8 AS s
+            FROM (
+                -- each row by its ctid (a subquery per title: no plan can turn it into a scan of the table)
+                SELECT (SELECT r FROM rag.tenant_title AS r WHERE r.ctid = b.tid AND r.tenant = v_tenant) AS r
+                FROM bounded AS b
+                WHERE b.rn <= 4
+                OFFSET 0
+            ) AS x
+            WHERE (x.r).title IS NOT NULL
         ),
         first_cut AS (
             SELECT min(y.s) AS cut FROM (
@@ -463,10 +477,16 @@ BEGIN
         scored AS (
             SELECT f.title, f.live_chunks, f.s FROM first AS f
             UNION ALL
-            SELECT b.title, b.live_chunks, round(public.word_similarity(b.stripped, title_q)::numeric, 6)::float8
-            FROM bounded AS b
-            WHERE b.rn > 4
-                AND b.n_shared >= (coalesce((SELECT c.cut FROM first_cut AS c), min_title) - 1e-6) * b.n_trgm
+            SELECT (x.r).title, (x.r).live_chunks,
+                round(public.word_similarity((x.r).stripped, title_q)::numeric, 6)::float8
+            FROM (
+                SELECT (SELECT r FROM rag.tenant_title AS r WHERE r.ctid = b.tid AND r.tenant = v_tenant) AS r
+                FROM bounded AS b
+                WHERE b.rn > 4
+                    AND b.n_shared >= (coalesce((SELECT c.cut FROM first_cut AS c), min_title) - 1e-6) * b.n_trgm
+                OFFSET 0
+            ) AS x
+            WHERE (x.r).title IS NOT NULL
         ),
         -- only the best titles can hold the leg's p_depth chunks: those scoring at least the title at which
         -- the titles' chunk counts (best first) reach p_depth (ties included), so no more chunks are read
