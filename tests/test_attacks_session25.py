@@ -705,6 +705,28 @@ def _peak(c, sql: str, params) -> tuple[float, float, list]:
     return (_status_kb(pid, "VmHWM") - rss0) / 1024, time.perf_counter() - t0, rows
 
 
+def _old_and_new_peaks(pg, sdb, tenant: str, question: str, qemb: str) -> tuple[dict, dict, dict]:
+    """Each version's (old, new, twice, alternated) peak MB above the call's start and seconds for one
+    rag._candidates call at depth 40 on a fresh superuser connection, after a call at depth 1 (plans and
+    caches made), and its rows."""
+    peaks: dict = {NEW: [], OLD: []}
+    secs: dict = {NEW: [], OLD: []}
+    rows: dict = {}
+    for _ in range(2):
+        for fn in (OLD, NEW):
+            with _su(pg, sdb, autocommit=True) as c:
+                c.execute(
+                    f"SELECT count(*) FROM {fn}(%s, 'pelican', %s::vector, 1, rag._params())", (tenant, qemb)
+                )
+                mem, s, got = _peak(
+                    c, f"SELECT * FROM {fn}(%s, %s, %s::vector, 40, rag._params())", (tenant, question, qemb)
+                )
+                peaks[fn].append(mem)
+                secs[fn].append(s)
+                rows[fn] = got
+    return peaks, secs, rows
+
+
 BRAVO_Q = "vacuum table legacy"
 RETRIEVE = "SELECT chunk_id, distance, trgm_score, fts_score FROM rag.retrieve(%s, %s, %s, %s::vector)"
 
@@ -777,24 +799,8 @@ def test_the_full_text_legs_memory_does_not_grow_with_its_candidates_tsvectors(p
     read each candidate's tsvector by its ctid while ranking, one at a time. Asserted: at most 8 MB more. At
     depth 400 (k 100, 4,000 candidates) and 49 kB tsvectors, measured outside this file: 828 MB against
     263-266 MB."""
-    qemb = huge["qemb"]
-    peaks = {NEW: [], OLD: []}
-    secs = {NEW: [], OLD: []}
-    for _ in range(2):
-        for fn in (OLD, NEW):
-            with _su(pg, sdb, autocommit=True) as c:
-                c.execute(
-                    f"SELECT count(*) FROM {fn}('huge', 'pelican', %s::vector, 1, rag._params())", (qemb,)
-                )
-                mem, s, rows = _peak(
-                    c,
-                    f"SELECT count(*), count(fts_rank) FROM {fn}('huge', 'pelican', %s::vector, 40,"
-                    " rag._params())",
-                    (qemb,),
-                )
-                assert rows[0][1] == 40, rows
-                peaks[fn].append(mem)
-                secs[fn].append(s)
+    peaks, secs, rows = _old_and_new_peaks(pg, sdb, "huge", "pelican", huge["qemb"])
+    assert rows[NEW] == rows[OLD] and sum(1 for r in rows[NEW] if r[6] is not None) == 40
     with pg.admin(sdb) as a:
         array_mb = a.execute(
             "SELECT sum(octet_length(tsv::text)) / 1048576.0 FROM (SELECT tsv FROM rag.chunk_tsv"
@@ -846,21 +852,7 @@ def test_the_title_legs_memory_does_not_grow_with_the_titles_passing_the_bound(p
                 {"title": t, "content": f"Part {d}.", "embedding": [0.05] * 384} for t in titles[d : d + 500]
             ]
             _store(w, "tlong", f"l{d:04}.md", items)
-    peaks = {NEW: [], OLD: []}
-    secs = {NEW: [], OLD: []}
-    rows = {}
-    for _ in range(2):
-        for fn in (OLD, NEW):
-            with _su(pg, sdb, autocommit=True) as c:
-                c.execute(
-                    f"SELECT count(*) FROM {fn}('tlong', 'pelican', %s::vector, 1, rag._params())", (qemb,)
-                )
-                mem, s, got = _peak(
-                    c, f"SELECT * FROM {fn}('tlong', 'checkpoint', %s::vector, 40, rag._params())", (qemb,)
-                )
-                peaks[fn].append(mem)
-                secs[fn].append(s)
-                rows[fn] = got
+    peaks, secs, rows = _old_and_new_peaks(pg, sdb, "tlong", "checkpoint", qemb)
     assert rows[NEW] == rows[OLD] and sum(1 for r in rows[NEW] if r[8] is not None) == 40
     report = (
         f"peak above the call's start: new {peaks[NEW]} MB, old {peaks[OLD]} MB; seconds new {secs[NEW]},"
