@@ -135,11 +135,12 @@ DECLARE
         AND pg_catalog.to_regclass('rag.' || rag._tenant_title_index_name(p_tenant)) IS NULL;
     fts_ids bigint [];
     -- each candidate's tsvector as the candidate scan read it from rag.chunk_tsv (the tenant's newest rows or its
-    -- own index) when it is stored uncompressed in at most 2,048 bytes (a chunk's is ~500), else NULL (read by
+    -- own index) when it is stored uncompressed in at most fts_keep_bytes (a chunk's is ~500), else NULL (read by
     -- primary key when ranked): the array holds at most 2 kB a candidate, 0.8 MB for k 10 (the review of session
     -- 25: tsvectors kept whatever their size made a reader's call on a writer's largest chunks peak at 830 MB
     -- instead of 265)
     fts_tsv tsvector [];
+    fts_keep_bytes CONSTANT integer := 2048;
     use_ann boolean := false;
     own_ann boolean := false;
     own_dense boolean := false;
@@ -263,7 +264,7 @@ BEGIN
             -- newest_rows of them, each tested: when fts_budget match, they are the newest fts_budget matches, the
             -- candidates any other path below finds
             SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),
-                pg_catalog.array_agg(CASE WHEN pg_catalog.pg_column_size(x.tsv) <= 2048
+                pg_catalog.array_agg(CASE WHEN pg_catalog.pg_column_size(x.tsv) <= fts_keep_bytes
                     AND pg_catalog.pg_column_compression(x.tsv) IS NULL THEN x.tsv END ORDER BY x.chunk_id DESC)
             INTO fts_ids, fts_tsv
             FROM (
@@ -297,12 +298,12 @@ BEGIN
                     'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
                     ' pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC) FROM ('
                     ' SELECT m.chunk_id, m.tsv FROM ('
-                    ' SELECT t.chunk_id, CASE WHEN pg_catalog.pg_column_size(t.tsv) OPERATOR(pg_catalog.<=) 2048'
+                    ' SELECT t.chunk_id, CASE WHEN pg_catalog.pg_column_size(t.tsv) OPERATOR(pg_catalog.<=) $3'
                     ' AND pg_catalog.pg_column_compression(t.tsv) IS NULL THEN t.tsv END AS tsv'
                     ' FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
                     ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
                     ' ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
-                INTO fts_ids, fts_tsv USING q_match, fts_budget;
+                INTO fts_ids, fts_tsv USING q_match, fts_budget, fts_keep_bytes;
             ELSIF big_share THEN
                 -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
                 -- the tenant index (350,000 rows at 1M, 13 ms) to AND with GIN's
