@@ -685,6 +685,75 @@ def test_full_text_leg_finds_the_newest_matches_of_dense_lexemes_among_the_newes
     assert keys == {"a.md"}
 
 
+def test_full_text_leg_reads_the_kept_matches_tsvectors_back_when_the_rarest_lexeme_is_over_the_budget(conn):
+    """Through a tenant's own GIN index, when even the rarest lexeme is over the budget, the matches of the two
+    rarest are sorted by their ctids (not their tsvectors) and the newest `budget` read theirs back by ctid:
+    the candidates and their scores equal BM25 over exactly the tenant's newest `budget` live matches, chunks
+    whose tsvectors are kept and chunks whose are over 2 kB (read by primary key) alike; another tenant's
+    matches and the tenant's retired ones are never candidates."""
+    rnd = random.Random(26)
+
+    def items(n: int, words, extra=lambda i: "") -> str:
+        return json.dumps(
+            [
+                {
+                    "title": f"Part {i}",
+                    "content": f"Notes on {words(i)}subject {i}, case {i % 7}.{extra(i)}",
+                    "embedding": [round(rnd.gauss(0, 1), 3) for _ in range(384)],
+                }
+                for i in range(n)
+            ]
+        )
+
+    def big(i: int) -> str:
+        # a few of the newest matches hold eight random words of 300 letters: a tsvector of ~2.5 kB, not kept
+        # from the scan (read by primary key when ranked)
+        if i % 12 or i < 240:
+            return ""
+        return " " + " ".join("".join(rnd.choices("abcdefghijklmnopqrstuvwxyz", k=300)) for _ in range(8))
+
+    store = "SELECT * FROM rag.store_document(%s, %s, %s::jsonb)"
+    conn.execute("SELECT rag.create_tenant('rare')")
+    # beta (the rarest) in 50 of 300 chunks, always with alpha (in 100)
+    both = lambda i: ("alpha " if i % 3 == 0 else "") + ("beta " if i % 6 == 0 else "")  # noqa: E731
+    conn.execute(store, ("rare", "a.md", items(300, both, big)))
+    conn.execute("SELECT rag.create_tenant('rare_o')")
+    conn.execute(store, ("rare_o", "o.md", items(20, lambda i: "alpha beta ")))
+    conn.execute(store, ("rare", "b.md", items(15, lambda i: "alpha beta ")))
+    conn.execute("SELECT rag.delete_document('rare', 'b.md')")
+    n = conn.execute("SELECT rag._live_chunks('rare')").fetchone()[0]
+    assert len(conn.execute("SELECT * FROM rag._index_tenants(%s, 'rare')", (n,)).fetchall()) == 3
+    big = conn.execute(
+        "SELECT count(*) FROM rag.chunk_tsv AS t WHERE t.tenant = 'rare' AND t.tsv @@ 'alpha & beta'"
+        " AND (pg_column_size(t.tsv) > 2048 OR pg_column_compression(t.tsv) IS NOT NULL)"
+    ).fetchone()[0]
+    assert big == 5
+    leg = (
+        "SELECT x.chunk_id, x.fts_score FROM rag._candidates('rare', %s, rag.embed(%s), %s, rag._params())"
+        " AS x WHERE x.fts_rank IS NOT NULL ORDER BY x.fts_rank"
+    )
+    matches = [
+        r[0]
+        for r in conn.execute(
+            "SELECT chunk_id FROM rag.chunk WHERE tenant = 'rare' AND retired_at IS NULL"
+            " AND tsv @@ 'alpha & beta'::tsquery ORDER BY chunk_id DESC"
+        )
+    ]
+    assert len(matches) >= 50
+    ranked = bm25_reference(conn, "rare", "alpha beta", 10**6)
+    # depth 2: budget 20 of the 50 matches (beta, the rarest, is in 50 chunks); depth 4: 40 of them
+    for depth in (2, 4):
+        newest = set(matches[: depth * 10])
+        want = [(cid, s) for cid, s in ranked if cid in newest][:depth]
+        rows, seen = plans(conn, leg, ("alpha beta", "alpha beta", depth))
+        assert rows == want and len(rows) == depth, (depth, rows, want)
+        readback = [p for p in seen if "Tid Scan on chunk_tsv" in p and "t.tsv OPERATOR(pg_catalog.@@) $1" in p]
+        assert readback, seen
+    # every match's score, ranked by the leg when the budget holds them all (depth 6: 60 >= 50)
+    rows = conn.execute(leg, ("alpha beta", "alpha beta", 6)).fetchall()
+    assert rows == [(cid, s) for cid, s in ranked if cid in set(matches)][:6]
+
+
 def test_full_text_leg_weighs_a_question_word_by_how_rare_it_is_in_the_tenant(conn):
     """The full-text leg ranks by BM25 over the tenant's own document frequencies: the one chunk that holds
     the question's rare word ranks above a chunk repeating a word every chunk has (ts_rank_cd, which weighed

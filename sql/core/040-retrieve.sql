@@ -294,7 +294,21 @@ BEGIN
                 -- (those kept: fts_tsv), which the ranking below reads from the array rather than from the table
                 -- again (issue #10, session 25; by ctid since session 21). The tenant is a literal, so the planner
                 -- proves the index's predicate; OFFSET 0 keeps a plan from reading the table in chunk_id order.
-                EXECUTE pg_catalog.format(
+                -- When even the rarest lexeme is over the budget (kept is NULL: the matches of the two rarest, or
+                -- of the rarest alone, may be thousands), the sort carries each match's ctid instead of its
+                -- tsvector, and the newest fts_budget read theirs back by ctid: "b tree" in the largest tenant at
+                -- 1M (5,524 matches) 11-13 -> 7.6 ms; under fts_budget matches it costs ~0.5 us a match more
+                -- (issue #10, session 26). The same rows and tsvectors either way.
+                EXECUTE pg_catalog.format(CASE WHEN kept IS NULL THEN
+                    'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
+                    ' pg_catalog.array_agg((SELECT CASE WHEN pg_catalog.pg_column_size(t.tsv)'
+                    ' OPERATOR(pg_catalog.<=) $3 AND pg_catalog.pg_column_compression(t.tsv) IS NULL THEN t.tsv END'
+                    ' FROM rag.chunk_tsv AS t WHERE t.ctid OPERATOR(pg_catalog.=) x.tid) ORDER BY x.chunk_id DESC)'
+                    ' FROM (SELECT m.chunk_id, m.tid FROM ('
+                    ' SELECT t.chunk_id, t.ctid AS tid FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
+                    ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
+                    ' ORDER BY m.chunk_id DESC LIMIT $2) AS x'
+                ELSE
                     'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
                     ' pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC) FROM ('
                     ' SELECT m.chunk_id, m.tsv FROM ('
@@ -302,7 +316,7 @@ BEGIN
                     ' AND pg_catalog.pg_column_compression(t.tsv) IS NULL THEN t.tsv END AS tsv'
                     ' FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
                     ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
-                    ' ORDER BY m.chunk_id DESC LIMIT $2) AS x', p_tenant)
+                    ' ORDER BY m.chunk_id DESC LIMIT $2) AS x' END, p_tenant)
                 INTO fts_ids, fts_tsv USING q_match, fts_budget, fts_keep_bytes;
             ELSIF big_share THEN
                 -- a tenant with a tenth of the table or more: the tenant test a filter (IS TRUE), not a bitmap of
