@@ -687,10 +687,10 @@ def test_full_text_leg_finds_the_newest_matches_of_dense_lexemes_among_the_newes
 
 def test_full_text_leg_reads_the_kept_matches_tsvectors_back_when_the_rarest_lexeme_is_over_the_budget(conn):
     """Through a tenant's own GIN index, when even the rarest lexeme is over the budget, the matches of the
-    two rarest are sorted by their ctids (not their tsvectors) and the newest `budget` read theirs back by ctid:
-    the candidates and their scores equal BM25 over exactly the tenant's newest `budget` live matches, chunks
-    whose tsvectors are kept and chunks whose are over 2 kB (read by primary key) alike; another tenant's
-    matches and the tenant's retired ones are never candidates."""
+    two rarest are sorted by their ctids (not their tsvectors) and the newest `budget` read theirs back by
+    ctid: the candidates and their scores equal BM25 over exactly the tenant's newest `budget` live matches,
+    chunks whose tsvectors are kept and chunks whose are over 2 kB (read by primary key) alike; another
+    tenant's matches and the tenant's retired ones are never candidates."""
     rnd = random.Random(26)
 
     def items(n: int, words, extra=lambda i: "") -> str:
