@@ -87,6 +87,9 @@ SET plan_cache_mode = force_generic_plan
 -- Gather on the 2-core benchmark machine) than the scans, and JIT compiling (35 ms) more than running.
 SET max_parallel_workers_per_gather = 0
 SET jit = off
+-- Rows are read back by their ctids (the title leg's scored titles, the full-text leg's kept candidates): with a
+-- caller's enable_tidscan = off each of those would be a sequential scan of its table (session 26)
+SET enable_tidscan = on
 -- pgvector's parameters are the function's for its call (the body sets ef_search and iterative_scan with
 -- set_config(..., true), which without these stayed in force for the rest of the caller's transaction), and
 -- the two it does not set are pgvector's defaults, not the caller's (how far the iterative scan goes, and
@@ -296,18 +299,18 @@ BEGIN
                 -- proves the index's predicate; OFFSET 0 keeps a plan from reading the table in chunk_id order.
                 -- When even the rarest lexeme is over the budget (kept is NULL: the matches of the two rarest, or
                 -- of the rarest alone, may be thousands), the sort carries each match's ctid instead of its
-                -- tsvector, and the newest fts_budget read theirs back by ctid: "b tree" in the largest tenant at
-                -- 1M (5,524 matches) 11-13 -> 7.6 ms; under fts_budget matches it costs ~0.5 us a match more
-                -- (issue #10, session 26). The same rows and tsvectors either way.
+                -- tsvector, and the rows of the newest fts_budget are read back in one TID scan of those ctids
+                -- (the same row versions: one statement, one snapshot): "b tree" in the largest tenant at 1M
+                -- (5,524 matches) 10.5-12.9 -> 7.4 ms; ~0.1 ms more for 200-400 matches (issue #10, session 26).
                 EXECUTE pg_catalog.format(CASE WHEN kept IS NULL THEN
-                    'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
-                    ' pg_catalog.array_agg((SELECT CASE WHEN pg_catalog.pg_column_size(t.tsv)'
-                    ' OPERATOR(pg_catalog.<=) $3 AND pg_catalog.pg_column_compression(t.tsv) IS NULL THEN t.tsv END'
-                    ' FROM rag.chunk_tsv AS t WHERE t.ctid OPERATOR(pg_catalog.=) x.tid) ORDER BY x.chunk_id DESC)'
-                    ' FROM (SELECT m.chunk_id, m.tid FROM ('
-                    ' SELECT t.chunk_id, t.ctid AS tid FROM rag.chunk_tsv AS t WHERE t.tenant = %L'
-                    ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
-                    ' ORDER BY m.chunk_id DESC LIMIT $2) AS x'
+                    'SELECT pg_catalog.array_agg(t.chunk_id ORDER BY t.chunk_id DESC),'
+                    ' pg_catalog.array_agg(CASE WHEN pg_catalog.pg_column_size(t.tsv) OPERATOR(pg_catalog.<=) $3'
+                    ' AND pg_catalog.pg_column_compression(t.tsv) IS NULL THEN t.tsv END ORDER BY t.chunk_id DESC)'
+                    ' FROM rag.chunk_tsv AS t WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY('
+                    ' SELECT m.tid FROM ('
+                    ' SELECT w.chunk_id, w.ctid AS tid FROM rag.chunk_tsv AS w WHERE w.tenant = %L'
+                    ' AND w.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
+                    ' ORDER BY m.chunk_id DESC LIMIT $2))'
                 ELSE
                     'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
                     ' pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC) FROM ('
