@@ -300,17 +300,18 @@ BEGIN
                 -- When even the rarest lexeme is over the budget (kept is NULL: the matches of the two rarest, or
                 -- of the rarest alone, may be thousands), the sort carries each match's ctid instead of its
                 -- tsvector, and the rows of the newest fts_budget are read back in one TID scan of those ctids
-                -- (the same row versions: one statement, one snapshot): "b tree" in the largest tenant at 1M
-                -- (5,524 matches) 10.5-12.9 -> 7.4 ms; ~0.1 ms more for 200-400 matches (issue #10, session 26).
+                -- (the same row versions: one statement, one snapshot; the tenant tested again all the same):
+                -- "b tree" in the largest tenant at 1M (5,524 matches) 10.5-12.9 -> 7.4 ms; ~0.1 ms more for
+                -- 200-400 matches (issue #10, session 26).
                 EXECUTE pg_catalog.format(CASE WHEN kept IS NULL THEN
                     'SELECT pg_catalog.array_agg(t.chunk_id ORDER BY t.chunk_id DESC),'
                     ' pg_catalog.array_agg(CASE WHEN pg_catalog.pg_column_size(t.tsv) OPERATOR(pg_catalog.<=) $3'
                     ' AND pg_catalog.pg_column_compression(t.tsv) IS NULL THEN t.tsv END ORDER BY t.chunk_id DESC)'
                     ' FROM rag.chunk_tsv AS t WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY('
                     ' SELECT m.tid FROM ('
-                    ' SELECT w.chunk_id, w.ctid AS tid FROM rag.chunk_tsv AS w WHERE w.tenant = %L'
+                    ' SELECT w.chunk_id, w.ctid AS tid FROM rag.chunk_tsv AS w WHERE w.tenant = %1$L'
                     ' AND w.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
-                    ' ORDER BY m.chunk_id DESC LIMIT $2))'
+                    ' ORDER BY m.chunk_id DESC LIMIT $2)) AND t.tenant = %1$L'
                 ELSE
                     'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
                     ' pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC) FROM ('
