@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -414,6 +415,27 @@ def backend_cost(c: psycopg.Connection, sql: str, params=None) -> tuple[float, i
     c0 = _backend_cpu(pid)
     rows = c.execute(sql, params).fetchall()
     return _backend_cpu(pid) - c0, _backend_hwm_mb(pid), rows
+
+
+def _backend_status_kb(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def backend_peak(c: psycopg.Connection, sql: str, params=None) -> tuple[float, float, list]:
+    """(MB the backend's resident memory peaked above what it held before, seconds, rows) of one statement on
+    connection c (its peak reset through /proc/<pid>/clear_refs first; skips where that is not possible)."""
+    pid = c.info.backend_pid
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        pytest.skip("the server's backends are not this machine's to measure")
+    rss0 = _backend_status_kb(pid, "VmRSS")
+    t0 = time.perf_counter()
+    rows = c.execute(sql, params).fetchall()
+    return (_backend_status_kb(pid, "VmHWM") - rss0) / 1024, time.perf_counter() - t0, rows
 
 
 def vector_values(text: str) -> list[float]:

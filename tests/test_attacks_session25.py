@@ -46,14 +46,13 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import time
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
 from conftest import (
     ROOT,
+    backend_peak,
     bm25_reference,
     connect,
     create_database,
@@ -684,27 +683,6 @@ def test_rag_candidates_stays_the_owners(pg, sdb):
 HUGE_N = 420
 
 
-def _status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def _peak(c, sql: str, params) -> tuple[float, float, list]:
-    """(MB the backend's resident memory peaked above what it held before, seconds, rows) of one statement on
-    connection c (its peak reset through /proc/<pid>/clear_refs first; skips where that is not possible)."""
-    pid = c.info.backend_pid
-    try:
-        Path(f"/proc/{pid}/clear_refs").write_text("5")
-    except OSError:
-        pytest.skip("the server's backends are not this machine's to measure")
-    rss0 = _status_kb(pid, "VmRSS")
-    t0 = time.perf_counter()
-    rows = c.execute(sql, params).fetchall()
-    return (_status_kb(pid, "VmHWM") - rss0) / 1024, time.perf_counter() - t0, rows
-
-
 def _old_and_new_peaks(pg, sdb, tenant: str, question: str, qemb: str) -> tuple[dict, dict, dict]:
     """Each version's (old, new, twice, alternated) peak MB above the call's start and seconds for one
     rag._candidates call at depth 40 on a fresh superuser connection, after a call at depth 1 (plans and
@@ -718,7 +696,7 @@ def _old_and_new_peaks(pg, sdb, tenant: str, question: str, qemb: str) -> tuple[
                 c.execute(
                     f"SELECT count(*) FROM {fn}(%s, 'pelican', %s::vector, 1, rag._params())", (tenant, qemb)
                 )
-                mem, s, got = _peak(
+                mem, s, got = backend_peak(
                     c, f"SELECT * FROM {fn}(%s, %s, %s::vector, 40, rag._params())", (tenant, question, qemb)
                 )
                 peaks[fn].append(mem)
@@ -735,7 +713,7 @@ def _bravo_call(pg, sdb, qemb: str) -> tuple[float, float, list]:
     """bravo's own rag.retrieve on a fresh connection (the second call measured: plans and caches made)."""
     with connect(pg, sdb, R["bravo"]) as b:
         b.execute(RETRIEVE, (BRAVO_Q, "bravo", 10, qemb)).fetchall()
-        return _peak(b, RETRIEVE, (BRAVO_Q, "bravo", 10, qemb))
+        return backend_peak(b, RETRIEVE, (BRAVO_Q, "bravo", 10, qemb))
 
 
 @pytest.fixture(scope="module")
@@ -780,7 +758,7 @@ def test_a_writers_huge_tsvectors_cost_no_other_tenant(pg, sdb, huge):
     with connect(pg, sdb, R["reader"]) as r:
         # plans made on another tenant first (the same call again would find its freed memory still resident)
         r.execute("SELECT chunk_id FROM rag.retrieve('vacuum', 'ft', 10, %s::vector)", (qemb,)).fetchall()
-        mem, secs, got = _peak(
+        mem, secs, got = backend_peak(
             r, "SELECT chunk_id FROM rag.retrieve('pelican', 'huge', 10, %s::vector)", (qemb,)
         )
     assert got == want and len(got) == 10

@@ -67,11 +67,10 @@ import subprocess
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import ROOT, bm25_reference, connect, create_database, drop_database, fails
+from conftest import ROOT, backend_peak, bm25_reference, connect, create_database, drop_database, fails
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"s26_{k}_{SFX}" for k in ("reader", "writer", "bravo", "nobody")}
@@ -643,26 +642,6 @@ def test_another_tenants_rows_in_own_freed_slots_are_never_read_back(pg, sdb):
 MANY_N = 20000
 
 
-def _status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-def _peak(c, sql: str, params) -> tuple[float, float, list]:
-    """(MB the backend's resident memory peaked above its start, seconds, rows) of one statement."""
-    pid = c.info.backend_pid
-    try:
-        Path(f"/proc/{pid}/clear_refs").write_text("5")
-    except OSError:
-        pytest.skip("the server's backends are not this machine's to measure")
-    rss0 = _status_kb(pid, "VmRSS")
-    t0 = time.perf_counter()
-    rows = c.execute(sql, params).fetchall()
-    return (_status_kb(pid, "VmHWM") - rss0) / 1024, time.perf_counter() - t0, rows
-
-
 @pytest.fixture(scope="module")
 def many(pg, sdb):
     """many: 20,000 chunks holding manyx (manya and manyb together in every third), its own GIN index."""
@@ -709,7 +688,7 @@ def test_many_matches_cost_no_more_memory_or_time_than_the_old_function(pg, sdb,
             for fn in (OLD, NEW):
                 with _su(pg, sdb, autocommit=True) as c:
                     c.execute(CAND.format(fn), (many, q, QEMB, 1, p)).fetchall()
-                    m, s, got = _peak(c, CAND.format(fn), (many, q, QEMB, d, p))
+                    m, s, got = backend_peak(c, CAND.format(fn), (many, q, QEMB, d, p))
                     mem[fn].append(m)
                     secs[fn].append(s)
                     rows[fn] = got

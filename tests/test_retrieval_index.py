@@ -747,7 +747,7 @@ def test_full_text_leg_reads_the_kept_matches_tsvectors_back_when_the_rarest_lex
         want = [(cid, s) for cid, s in ranked if cid in newest][:depth]
         rows, seen = plans(conn, leg, ("alpha beta", "alpha beta", depth))
         assert rows == want and len(rows) == depth, (depth, rows, want)
-        readback = "t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+        readback = "r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
         # the statement that reads the rows back by ctid ran (a TID scan at scale; this table is small enough
         # for the planner to filter a sequential scan of it by ctid instead)
         assert [p for p in seen if readback in p], seen

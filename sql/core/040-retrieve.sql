@@ -304,14 +304,14 @@ BEGIN
                 -- "b tree" in the largest tenant at 1M (5,524 matches) 10.5-12.9 -> 7.4 ms; ~0.1 ms more for
                 -- 200-400 matches (issue #10, session 26).
                 EXECUTE pg_catalog.format(CASE WHEN kept IS NULL THEN
-                    'SELECT pg_catalog.array_agg(t.chunk_id ORDER BY t.chunk_id DESC),'
-                    ' pg_catalog.array_agg(CASE WHEN pg_catalog.pg_column_size(t.tsv) OPERATOR(pg_catalog.<=) $3'
-                    ' AND pg_catalog.pg_column_compression(t.tsv) IS NULL THEN t.tsv END ORDER BY t.chunk_id DESC)'
-                    ' FROM rag.chunk_tsv AS t WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY('
+                    'SELECT pg_catalog.array_agg(r.chunk_id ORDER BY r.chunk_id DESC),'
+                    ' pg_catalog.array_agg(CASE WHEN pg_catalog.pg_column_size(r.tsv) OPERATOR(pg_catalog.<=) $3'
+                    ' AND pg_catalog.pg_column_compression(r.tsv) IS NULL THEN r.tsv END ORDER BY r.chunk_id DESC)'
+                    ' FROM rag.chunk_tsv AS r WHERE r.ctid OPERATOR(pg_catalog.=) ANY (ARRAY('
                     ' SELECT m.tid FROM ('
-                    ' SELECT w.chunk_id, w.ctid AS tid FROM rag.chunk_tsv AS w WHERE w.tenant = %1$L'
-                    ' AND w.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
-                    ' ORDER BY m.chunk_id DESC LIMIT $2)) AND t.tenant = %1$L'
+                    ' SELECT t.chunk_id, t.ctid AS tid FROM rag.chunk_tsv AS t WHERE t.tenant = %1$L'
+                    ' AND t.tsv OPERATOR(pg_catalog.@@) $1 OFFSET 0) AS m'
+                    ' ORDER BY m.chunk_id DESC LIMIT $2)) AND r.tenant = %1$L'
                 ELSE
                     'SELECT pg_catalog.array_agg(x.chunk_id ORDER BY x.chunk_id DESC),'
                     ' pg_catalog.array_agg(x.tsv ORDER BY x.chunk_id DESC) FROM ('
