@@ -758,10 +758,8 @@ def test_full_text_leg_reads_the_kept_matches_tsvectors_back_when_the_rarest_lex
     conn.execute("SET LOCAL enable_tidscan = off")
     assert conn.execute(leg, ("alpha beta", "alpha beta", 6)).fetchall() == rows
     assert conn.execute("SHOW enable_tidscan").fetchone()[0] == "off"
-    config = conn.execute("SELECT proconfig FROM pg_proc WHERE oid = 'rag._candidates'::regproc").fetchone()[
-        0
-    ]
-    assert "enable_tidscan=on" in config
+    config = conn.execute("SELECT proconfig FROM pg_proc WHERE oid = 'rag._candidates'::regproc").fetchone()
+    assert "enable_tidscan=on" in config[0]
 
 
 def test_full_text_leg_weighs_a_question_word_by_how_rare_it_is_in_the_tenant(conn):
