@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -415,6 +416,17 @@ def backend_cost(c: psycopg.Connection, sql: str, params=None) -> tuple[float, i
     c0 = _backend_cpu(pid)
     rows = c.execute(sql, params).fetchall()
     return _backend_cpu(pid) - c0, _backend_hwm_mb(pid), rows
+
+
+def git_show(commit: str, path: str) -> str | None:
+    """A file of this checkout's history (`git show COMMIT:PATH`), or None without git history (an exported
+    tree) or where the commit is missing."""
+    try:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 def _backend_status_kb(pid: int, key: str) -> int:

@@ -40,18 +40,17 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
 import uuid
 
 import psycopg
 import pytest
 from conftest import (
-    ROOT,
     bm25_reference,
     connect,
     create_icu_database,
     drop_database,
     fails,
+    git_show,
     sqlstate_of,
     two_tenant_database,
     updated_from,
@@ -105,14 +104,8 @@ def _vec(rnd: random.Random) -> list[float]:
 def _old_candidates(db_conn, schema: str = "s24old") -> bool:
     """rag._candidates as it was at 4ac03ee, created as <schema>._candidates (superuser only); False without
     git history."""
-    try:
-        src = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{BEFORE}:sql/core/040-retrieve.sql"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
+    src = git_show(BEFORE, "sql/core/040-retrieve.sql")
+    if src is None:
         return False
     start = src.index("CREATE OR REPLACE FUNCTION rag._candidates(")
     body = src[start : src.index("$fn$;", start) + len("$fn$;")]

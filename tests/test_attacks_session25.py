@@ -45,13 +45,11 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import uuid
 
 import psycopg
 import pytest
 from conftest import (
-    ROOT,
     backend_peak,
     bm25_reference,
     connect,
@@ -59,6 +57,7 @@ from conftest import (
     create_icu_database,
     drop_database,
     fails,
+    git_show,
 )
 from test_retrieval_index import plans
 
@@ -79,14 +78,8 @@ def _vec(rnd: random.Random) -> list[float]:
 
 def _old_source() -> str | None:
     """rag._candidates at 34e781c~1 as pg_temp._cand_old (bench/candidates_same.py's candidates_source)."""
-    try:
-        src = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{BEFORE}:sql/core/040-retrieve.sql"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
+    src = git_show(BEFORE, "sql/core/040-retrieve.sql")
+    if src is None:
         return None
     f = src[
         src.index("CREATE OR REPLACE FUNCTION rag._candidates(") : src.index(

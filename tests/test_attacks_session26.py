@@ -63,14 +63,21 @@ import itertools
 import json
 import random
 import string
-import subprocess
 import threading
 import time
 import uuid
 
 import psycopg
 import pytest
-from conftest import ROOT, backend_peak, bm25_reference, connect, create_database, drop_database, fails
+from conftest import (
+    backend_peak,
+    bm25_reference,
+    connect,
+    create_database,
+    drop_database,
+    fails,
+    git_show,
+)
 
 SFX = uuid.uuid4().hex[:6]
 R = {k: f"s26_{k}_{SFX}" for k in ("reader", "writer", "bravo", "nobody")}
@@ -98,16 +105,7 @@ def _function(src: str, name: str) -> str:
 
 
 def _old_source() -> str | None:
-    try:
-        src = subprocess.run(
-            ["git", "-C", str(ROOT), "show", f"{BEFORE}:sql/core/040-retrieve.sql"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return src
+    return git_show(BEFORE, "sql/core/040-retrieve.sql")
 
 
 OLD_FILE = _old_source()
@@ -718,16 +716,8 @@ def _rows_read(c, sql: str, params) -> tuple[int, int, float]:
 
 def _e21() -> str | None:
     """rag._candidates at e21a8ad (the read-back a scalar subquery per candidate) as pg_temp._cand_e21."""
-    try:
-        src = subprocess.run(
-            ["git", "-C", str(ROOT), "show", "e21a8ad:sql/core/040-retrieve.sql"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return _function(src, "pg_temp._cand_e21")
+    src = git_show("e21a8ad", "sql/core/040-retrieve.sql")
+    return None if src is None else _function(src, "pg_temp._cand_e21")
 
 
 def test_a_readers_enable_tidscan_off_makes_no_call_scan_the_whole_table_per_candidate(pg, sdb, many):
