@@ -133,8 +133,15 @@ BEGIN
                 coalesce(pg_catalog.length(p_error), 0)),
             HINT = 'Nothing was recorded; send your model''s reply as it is (a real answer is far shorter).';
     END IF;
-    SELECT * INTO c FROM rag.context AS x WHERE x.context_id = p_context FOR UPDATE;
-    -- another tenant's context does not exist for this caller (its tenant is not even named)
+    -- another tenant's context does not exist for this caller (its tenant is not even named). Its tenant is read
+    -- and checked before the row is locked: locked first, a context another tenant's member was answering in an
+    -- open transaction made a non-member's call wait for that transaction (55P03 under a lock_timeout instead
+    -- of 42704), which told which ids of other tenants were being answered (session 27's review). A context's
+    -- tenant never changes, so the locked row is the one checked (or gone: deleted meanwhile, 42704 as well).
+    SELECT x.tenant INTO c.tenant FROM rag.context AS x WHERE x.context_id = p_context;
+    IF found AND rag._is_member(who, c.tenant) THEN
+        SELECT * INTO c FROM rag.context AS x WHERE x.context_id = p_context FOR UPDATE;
+    END IF;
     IF NOT found OR NOT rag._is_member(who, c.tenant) THEN
         RAISE EXCEPTION USING
             ERRCODE = 'undefined_object',
