@@ -7,14 +7,14 @@ For each question of the given classes: the ANN query of rag._candidates (the te
 when it has one, iterative scan relaxed_order, LIMIT ef / 2), its candidates re-scored exactly and the best 10
 compared with the question's exact top 10 (pgcite_bench.question.gt_ids). Prints, per class and ef, the mean
 and the minimum recall@10 over the questions, how many fall under 0.99, and the ANN query's p50 / p95
-(the ef values alternate question by question, so they share the machine's load). --rows-rule fetches what
-rag._candidates fetches (rag._ann_rows: 1.5 x ef through the own index of a tenant of over 100,000 chunks);
---probes prints the curve rag._tune_ann measured on each tenant's probe sentences, to compare. --misses lists
-each question under 0.99 at some ef with its recall at every ef, its exact nearest and 10th distances, and its
-place among its class's questions by two signals a rule could read before searching again (the exact nearest
-distance, farthest first, and the relative contrast of the ANN's rows at the first ef, the farthest fetched
-distance over the nearest, lowest first): a signal that picks out the misses in its first few places would let
-a second, deeper search run for those questions only.
+(the ef values alternate question by question, so they share the machine's load). --rows-factor F
+fetches F x ef rows; --rows-rule what rag._candidates fetches (rag._ann_rows: 1.5 x ef through the own index
+of a tenant of over 100,000 chunks); --probes prints the curve rag._tune_ann measured on each tenant's probe
+sentences, to compare. --misses lists each question under 0.99 at some ef with its recall at every ef, its
+exact nearest and 10th distances, and its place among its class's questions by two signals a rule could read
+before searching again (the exact nearest distance, farthest first, and the relative contrast of the ANN's
+rows at the first ef, the farthest fetched distance over the nearest, lowest first): a signal that picks out
+the misses in its first few places would let a second, deeper search run for those questions only.
 """
 
 from __future__ import annotations
@@ -42,6 +42,11 @@ def main() -> None:
         "--rows-rule",
         action="store_true",
         help="fetch rag._ann_rows(live, ef, own index) rows, as rag._candidates does (else ef / 2)",
+    )
+    ap.add_argument(
+        "--rows-factor",
+        type=float,
+        help="fetch this many times ef_search rows (e.g. 1 or 2), instead of ef / 2 or --rows-rule",
     )
     ap.add_argument(
         "--probes",
@@ -78,11 +83,13 @@ def main() -> None:
             (tenant, tenant),
         ).fetchone()
         for ef in efs:
-            rows[tenant, ef] = (
-                c.execute("SELECT rag._ann_rows(%s, %s, %s)", (live, ef, own)).fetchone()[0]
-                if args.rows_rule
-                else ef // 2
-            )
+            if args.rows_factor:
+                rows[tenant, ef] = round(args.rows_factor * ef)
+            elif args.rows_rule:
+                got = c.execute("SELECT rag._ann_rows(%s, %s, %s)", (live, ef, own)).fetchone()
+                rows[tenant, ef] = got[0]
+            else:
+                rows[tenant, ef] = ef // 2
     recall: dict[tuple[str, int], list[float]] = {}
     ms: dict[tuple[str, int], list[float]] = {}
     # per question (--misses): recall at each ef, and the relative contrast of the ANN's rows at the first ef
