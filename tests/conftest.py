@@ -99,6 +99,19 @@ def drop_database(pg: PG, name: str) -> None:
         a.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def drop_database_and_roles(pg: PG, name: str, roles) -> None:
+    """A module fixture's teardown: its database, then its roles (names)."""
+    drop_database(pg, name)
+    with pg.admin() as a:
+        for role in roles:
+            a.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def store_items(conn, tenant: str, key: str, items: list[dict]) -> None:
+    """rag.store_document of pre-chunked items ({title, content, embedding, ...}), sent as JSON."""
+    conn.execute("SELECT * FROM rag.store_document(%s, %s, %s::jsonb)", (tenant, key, json.dumps(items)))
+
+
 def create_icu_database(pg: PG, name: str, icu_locale: str) -> None:
     """Database `name` made afresh (template0) with ICU collation `icu_locale` as its default; skips the test
     on a server built without ICU."""
@@ -175,10 +188,7 @@ def two_tenant_database(
         c.execute("SELECT * FROM rag.ingest('alpha', 'a.md', %s)", (ALPHA_DOC,))
         c.execute("SELECT * FROM rag.ingest('bravo', 'b.md', %s)", (BRAVO_DOC,))
     yield name
-    drop_database(pg, name)
-    with pg.admin() as a:
-        for role in roles.values():
-            a.execute(f"DROP ROLE IF EXISTS {role}")
+    drop_database_and_roles(pg, name, roles.values())
 
 
 def reader_database(pg: PG, name: str, tenant: str, reader: str, doc_name: str, doc: str) -> Iterator[str]:

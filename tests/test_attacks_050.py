@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from conftest import connect, create_icu_database, drop_database, fails, use_db_venv
+from conftest import connect, create_icu_database, drop_database, drop_database_and_roles, fails, use_db_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 CURRENT = next(  # the version this checkout installs
@@ -73,10 +73,7 @@ def adb(pg):
         c.execute("SELECT * FROM rag.ingest('bravo', 'b.md', %s)", (BRAVO_DOC,))
         c.execute("SELECT * FROM rag.ingest('charlie', 'c.md', %s)", (CHARLIE_DOC,))
     yield name
-    drop_database(pg, name)
-    with pg.admin() as a:
-        for role in R.values():
-            a.execute(f"DROP ROLE IF EXISTS {role}")
+    drop_database_and_roles(pg, name, R.values())
 
 
 def stats_of(c, tenant: str) -> tuple:

@@ -52,6 +52,7 @@ from conftest import (
     fails,
     git_show,
     sqlstate_of,
+    store_items,
     two_tenant_database,
     updated_from,
 )
@@ -143,7 +144,7 @@ def _fill_random(writers: dict, rnd: random.Random, steps: int) -> None:
             items.append(
                 {"title": rnd.choice(TITLES), "content": _chunk_text(rnd, n), "embedding": _vec(rnd)}
             )
-        writers[t].execute("SELECT * FROM rag.store_document(%s, %s, %s::jsonb)", (t, key, json.dumps(items)))
+        store_items(writers[t], t, key, items)
 
 
 F4_N = 3200
@@ -557,7 +558,7 @@ def test_the_longest_key_with_the_longest_tenant_and_title_fits_every_index(pg, 
     with connect(pg, name, R["writer"]) as w:
         for content in ("Vacuum runs at night.", "Vacuum runs at noon."):
             items = json.loads(_items(title, content)) + json.loads(_items("Checkpoint tuning", content))
-            w.execute("SELECT * FROM rag.store_document(%s, %s, %s::jsonb)", (tenant, key, json.dumps(items)))
+            store_items(w, tenant, key, items)
     with connect(pg, name, R["reader"]) as r:
         rows = r.execute(
             "SELECT doc_key, doc_version, title, trgm_score FROM rag.retrieve('checkpoint tuning', %s, 4)",

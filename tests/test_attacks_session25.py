@@ -56,8 +56,10 @@ from conftest import (
     create_database,
     create_icu_database,
     drop_database,
+    drop_database_and_roles,
     fails,
     git_show,
+    store_items,
 )
 from test_retrieval_index import plans
 
@@ -100,10 +102,6 @@ def _su(pg, name: str, autocommit: bool = False) -> psycopg.Connection:
     c.execute(OLD_SRC)
     c.autocommit = autocommit
     return c
-
-
-def _store(w, tenant: str, key: str, items: list[dict]) -> None:
-    w.execute("SELECT * FROM rag.store_document(%s, %s, %s::jsonb)", (tenant, key, json.dumps(items)))
 
 
 # ---------------------------------------------------------------- the tenants
@@ -219,13 +217,13 @@ def _fill_ft(w, rnd: random.Random) -> None:
             }
             for i in range(d * 40, (d + 1) * 40)
         ]
-        _store(w, "ft", f"ft{d}.md", items)
+        store_items(w, "ft", f"ft{d}.md", items)
     # ten chunks of 16 kB tsvectors that hold the vocabulary too: candidates on every path
     items = [
         {"title": "Huge", "content": "vacuum table legacy modern " + _big_words(rnd), "embedding": _vec(rnd)}
         for _ in range(10)
     ]
-    _store(w, "ft", "ft-huge.md", items)
+    store_items(w, "ft", "ft-huge.md", items)
 
 
 @pytest.fixture(scope="module")
@@ -255,20 +253,20 @@ def sdb(pg):
                 )
         rnd.shuffle(items)
         for d in range(0, len(items), 60):
-            _store(w, "tt", f"tt{d}.md", items[d : d + 60])
+            store_items(w, "tt", f"tt{d}.md", items[d : d + 60])
         for key in sorted({k for k, _ in TC_TITLES}):
             items = [
                 {"title": t, "content": f"On {t}.", "embedding": _vec(rnd)} for k, t in TC_TITLES if k == key
             ]
-            _store(w, "tc", key, items)
+            store_items(w, "tc", key, items)
         _fill_ft(w, rnd)
-        _store(
+        store_items(
             w,
             "small",
             "s.md",
             [{"title": "Vacuum", "content": _ft_text(rnd, i), "embedding": _vec(rnd)} for i in range(20)],
         )
-        _store(
+        store_items(
             w,
             "alpha",
             "a.md",
@@ -280,7 +278,7 @@ def sdb(pg):
                 }
             ],
         )
-        _store(
+        store_items(
             b,
             "bravo",
             "b.md",
@@ -295,10 +293,7 @@ def sdb(pg):
     try:
         yield name
     finally:
-        drop_database(pg, name)
-        with pg.admin() as a:
-            for role in R.values():
-                a.execute(f"DROP ROLE IF EXISTS {role}")
+        drop_database_and_roles(pg, name, R.values())
 
 
 def _params(c, **kw) -> str:
@@ -451,7 +446,7 @@ def test_title_leg_equals_the_old_function_in_an_icu_database(pg):
             ]
             keys = ["a.md", "B.md", "é.md", "e\u0301.md", "_x", "Z", "ä"]
             for i, k in enumerate(keys):
-                _store(a, "i1", k, items[i :: len(keys)])
+                store_items(a, "i1", k, items[i :: len(keys)])
             order = a.execute("SELECT array_agg(k ORDER BY k) FROM unnest(%s::text[]) AS k", (keys,))
             assert order.fetchone()[0] != sorted(keys, key=lambda k: k.encode())
         with _su(pg, name) as c:
@@ -557,7 +552,7 @@ def test_full_text_leg_equals_the_old_function_and_bm25_on_every_path(pg, sdb):
                     }
                     for i in range(650)
                 ]
-                _store(b, "bravo", f"bulk{d}.md", items)
+                store_items(b, "bravo", f"bulk{d}.md", items)
         diffs, paths, checked2 = _fts_round(c, ("ft",), (1, 2, 40), qemb)
         assert not diffs, diffs[:5]
         seen_paths["bravo's ingest"] = paths
@@ -575,7 +570,7 @@ def test_full_text_leg_equals_the_old_function_and_bm25_on_every_path(pg, sdb):
                 {"title": "Heap", "content": _ft_text(rnd, 5) + " legacy modern", "embedding": _vec(rnd)}
                 for _ in range(30)
             ]
-            _store(w, "ft", "ft0.md", items)
+            store_items(w, "ft", "ft0.md", items)
             assert w.execute("SELECT rag.delete_document('ft', 'ft1.md')").fetchone() == (True,)
         diffs, paths, checked4 = _fts_round(c, ("ft",), (1, 2, 40), qemb)
         assert not diffs, diffs[:5]
@@ -722,7 +717,7 @@ def huge(pg, sdb):
                 {"title": "Huge", "content": "pelican vacuum " + _big_words(rnd), "embedding": _vec(rnd)}
                 for _ in range(d, min(HUGE_N, d + 60))
             ]
-            _store(w, "huge", f"h{d:04}.md", items)
+            store_items(w, "huge", f"h{d:04}.md", items)
     after = _bravo_call(pg, sdb, qemb)
     with pg.admin(sdb) as a:
         size = a.execute(
@@ -822,7 +817,7 @@ def test_the_title_legs_memory_does_not_grow_with_the_titles_passing_the_bound(p
             items = [
                 {"title": t, "content": f"Part {d}.", "embedding": [0.05] * 384} for t in titles[d : d + 500]
             ]
-            _store(w, "tlong", f"l{d:04}.md", items)
+            store_items(w, "tlong", f"l{d:04}.md", items)
     peaks, secs, rows = _old_and_new_peaks(pg, sdb, "tlong", "checkpoint", qemb)
     assert rows[NEW] == rows[OLD] and sum(1 for r in rows[NEW] if r[8] is not None) == 40
     report = (

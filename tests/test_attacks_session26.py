@@ -75,8 +75,10 @@ from conftest import (
     connect,
     create_database,
     drop_database,
+    drop_database_and_roles,
     fails,
     git_show,
+    store_items,
 )
 
 SFX = uuid.uuid4().hex[:6]
@@ -129,10 +131,6 @@ def _su(pg, name: str, autocommit: bool = False) -> psycopg.Connection:
         c.execute(f.replace(INTO, INTO + PROBE))
     c.autocommit = autocommit
     return c
-
-
-def _store(w, tenant: str, key: str, items: list[dict]) -> None:
-    w.execute("SELECT * FROM rag.store_document(%s, %s, %s::jsonb)", (tenant, key, json.dumps(items)))
 
 
 def _params(c) -> str:
@@ -234,17 +232,14 @@ def sdb(pg):
                 {"title": f"Part {i % 7}", "content": _own_text(rnd, i), "embedding": [0.05] * 384}
                 for i in range(d * DOC_OWN, (d + 1) * DOC_OWN)
             ]
-            _store(w, "own", f"o{d:02}.md", items)
-            _store(b, "bravo", f"b{d:02}.md", _bravo_items(rnd, 125, f"b{d}"))
+            store_items(w, "own", f"o{d:02}.md", items)
+            store_items(b, "bravo", f"b{d:02}.md", _bravo_items(rnd, 125, f"b{d}"))
     with pg.admin(name) as a:
         _own_gin(a, "own")
     try:
         yield name
     finally:
-        drop_database(pg, name)
-        with pg.admin() as a:
-            for role in R.values():
-                a.execute(f"DROP ROLE IF EXISTS {role}")
+        drop_database_and_roles(pg, name, R.values())
 
 
 # ---------------------------------------------------------------- row and array equality
@@ -465,7 +460,7 @@ def test_repeatable_read_sees_its_snapshot_while_rows_move_and_vacuum_runs(pg, s
                 {"title": "Again", "content": _own_text(rnd, i), "embedding": [0.05] * 384}
                 for i in range(2000, 2300)
             ]
-            _store(w, "own", "o05.md", items)
+            store_items(w, "own", "o05.md", items)
             assert w.execute("SELECT rag.delete_document('own', 'o07.md')").fetchone() == (True,)
         with pg.admin(sdb) as a:
             before = dict(
@@ -484,7 +479,7 @@ def test_repeatable_read_sees_its_snapshot_while_rows_move_and_vacuum_runs(pg, s
             )
             assert moved > 500, moved
         with connect(pg, sdb, R["bravo"]) as b:
-            _store(b, "bravo", "rr.md", _bravo_items(rnd, 400, "rr"))
+            store_items(b, "bravo", "rr.md", _bravo_items(rnd, 400, "rr"))
         second = _all(c, p)
         assert second == first
         c.commit()
@@ -511,7 +506,7 @@ def _churn(pg, sdb, stop: threading.Event, errors: list, counts: dict) -> None:
                     {"title": "Churn", "content": _own_text(rnd, i), "embedding": [0.05] * 384}
                     for i in range(4800 + 60 * (k % 3), 4860 + 60 * (k % 3))
                 ]
-                _store(w, "own", "churn.md", items)
+                store_items(w, "own", "churn.md", items)
                 m = 11 + k % 5
                 a.execute(
                     "UPDATE rag.chunk_tsv SET tsv = tsv || 'pairx:16001 solo:16001'::tsvector"
@@ -615,7 +610,7 @@ def test_another_tenants_rows_in_own_freed_slots_are_never_read_back(pg, sdb):
         before = {k: _probe(c, PNEW, ("own", k[0], QEMB, k[1], p)) for k in cases}
         c.rollback()
     with connect(pg, sdb, R["bravo"]) as b:
-        _store(b, "bravo", "reuse.md", _bravo_items(rnd, 600, "reuse"))
+        store_items(b, "bravo", "reuse.md", _bravo_items(rnd, 600, "reuse"))
     with pg.admin(sdb) as a:
         reused = a.execute(
             "SELECT count(*) FROM rag.chunk_tsv WHERE tenant = 'bravo' AND ctid = ANY(%s::tid[])", (tids,)
@@ -656,7 +651,7 @@ def many(pg, sdb):
                 }
                 for i in range(d, d + 2500)
             ]
-            _store(w, "many", f"m{d:05}.md", items)
+            store_items(w, "many", f"m{d:05}.md", items)
     with pg.admin(sdb) as a:
         _own_gin(a, "many")
     return "many"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import psycopg
 import pytest
 from chat_server import ChatServer, Reply, cited, first_sentence, sources_of
-from conftest import MANUAL, TINY_FILES, create_database, drop_database, sqlstate_of
+from conftest import MANUAL, TINY_FILES, create_database, drop_database, drop_database_and_roles, sqlstate_of
 
 from pgcite import Client
 
@@ -75,10 +75,7 @@ def gdb(pg):
         c.execute("SELECT * FROM rag.ingest('replay', 'r.md', %s)", (REPLAY_DOC,))
     yield name
     close_sessions()
-    drop_database(pg, name)
-    with pg.admin() as a:
-        for role in R.values():
-            a.execute(f"DROP ROLE IF EXISTS {role}")
+    drop_database_and_roles(pg, name, R.values())
 
 
 _SESSIONS: dict[tuple[str, str], psycopg.Connection] = {}
